@@ -1,0 +1,128 @@
+/* fc.h — the one interface between the Python bindings and the kernels.
+ *
+ * Shape letters, the same in every file: D components (2^n), G grades (n + 1),
+ * P product paths, T non-zero Cayley terms, B batch rows, N features
+ * (N_in / N_out for the fully connected product).
+ *
+ * Layouts (all C-contiguous, element strides only):
+ *   x, y, grad_x, grad_y         (D, B, N_in)
+ *   out, grad_out                (D, B, N_out)      N_out = N_in for sgp
+ *   weight, grad_weight   sgp:   (N, P)
+ *                         fcgp:  (P, N_in, N_out)
+ *   norms                        (B, G), the grade RMS r_g[b] = sqrt(q_g[b] + eps),
+ *                                in the compute type (float64 for float64 data, else float32)
+ *
+ * Kernels never touch Python: they return an fc_status, and for FC_ERR_CUDA* a message
+ * with file:line is kept per thread (fc_error_message). The CUDA twins take the stream last.
+ */
+#ifndef FC_H
+#define FC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algebra_rules.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fc_status {
+    FC_OK = 0,
+    FC_ERR_VALUE,       /* a size the kernels cannot take (message set) */
+    FC_ERR_TYPE,        /* a dtype this backend does not compute */
+    FC_ERR_NOMEM,       /* host allocation failed */
+    FC_ERR_CUDA,        /* a CUDA call failed (message set) */
+    FC_ERR_CUDA_OOM,    /* device allocation failed */
+    FC_ERR_NO_CUDA      /* CUDA op called in a build without CUDA */
+} fc_status;
+
+typedef enum fc_dtype { FC_F32 = 0, FC_F64 = 1, FC_BF16 = 2, FC_F16 = 3 } fc_dtype;
+
+/* FCGP float32 matrix-product precision (SPEC section 2). */
+typedef enum fc_precision { FC_PREC_HIGHEST = 0, FC_PREC_TF32 = 1, FC_PREC_BF16 = 2 } fc_precision;
+
+/* An algebra, derived at run time from its metric by algebra_rules.h. */
+typedef struct fc_algebra {
+    int id;          /* index in FC_ALGEBRA_LIST */
+    const char *name;
+    int n, D, G, P, T;
+    int metric[FC_MAX_N];
+    unsigned blade[FC_MAX_D];        /* bitmaps, SPEC order */
+    unsigned char grade[FC_MAX_D];   /* grade of each component */
+    signed char grade_sign[FC_MAX_D];/* s_A */
+    int grade_start[FC_MAX_G + 1];   /* components of grade g: [grade_start[g], grade_start[g+1]) */
+    unsigned char path_grades[FC_MAX_P][3];
+    fc_term term[FC_MAX_T];          /* ordered by (i, k) */
+} fc_algebra;
+
+/* The algebra with this id (0 .. FC_NUM_ALGEBRAS-1), NULL for an unknown id. Tables are
+ * built once, thread-safely. */
+const fc_algebra *fc_algebra_get(int id);
+/* The id of the algebra with this metric (length n), or -1. */
+int fc_algebra_find(int n, const int *metric);
+
+/* Everything one op call needs. Forward reads x, y, weight and writes out (and norms when
+ * normalize and norms != NULL); backward reads grad_out, x, y, weight (and norms when
+ * given, else recomputes them) and writes grad_x, grad_y, grad_weight. Any grad pointer
+ * may be NULL: that gradient is not computed. */
+typedef struct fc_args {
+    const fc_algebra *alg;
+    fc_dtype dtype;          /* of x, y, weight, out and all gradients */
+    int64_t B, N_in, N_out;  /* N_out == N_in for sgp */
+    int normalize;
+    fc_precision precision;  /* fcgp, float32 only */
+
+    const void *x, *y, *weight;
+    void *out;
+    void *norms;             /* forward: written if non-NULL; backward: read if non-NULL */
+
+    const void *grad_out;
+    void *grad_x, *grad_y, *grad_weight;
+
+    void *workspace;         /* CUDA: device scratch of fc_*_workspace_cuda() bytes */
+    size_t workspace_bytes;
+    int device;              /* CUDA device ordinal of every pointer */
+} fc_args;
+
+#define FC_NORM_EPS 1e-6
+
+/* The C reference backend (cpu/). float32 and float64. */
+fc_status fc_sgp_forward_cpu(const fc_args *a);
+fc_status fc_sgp_backward_cpu(const fc_args *a);
+fc_status fc_fcgp_forward_cpu(const fc_args *a);
+fc_status fc_fcgp_backward_cpu(const fc_args *a);
+
+/* The CUDA backend (cuda/). Stream is a cudaStream_t. In a build without CUDA these
+ * return FC_ERR_NO_CUDA. Workspace sizes depend on the shapes only, never on B for the
+ * weight-gradient partials beyond a fixed cap; 0 means none needed. */
+size_t fc_sgp_forward_workspace_cuda(const fc_args *a);
+size_t fc_sgp_backward_workspace_cuda(const fc_args *a);
+size_t fc_fcgp_forward_workspace_cuda(const fc_args *a);
+size_t fc_fcgp_backward_workspace_cuda(const fc_args *a);
+fc_status fc_sgp_forward_cuda(const fc_args *a, void *stream);
+fc_status fc_sgp_backward_cuda(const fc_args *a, void *stream);
+fc_status fc_fcgp_forward_cuda(const fc_args *a, void *stream);
+fc_status fc_fcgp_backward_cuda(const fc_args *a, void *stream);
+
+/* CUDA runtime services for the bindings (cuda/runtime.cu). */
+int fc_cuda_compiled(void);                   /* 1 in a CUDA build */
+int fc_cuda_device_count(void);               /* 0 when no usable driver/GPU */
+int fc_cuda_runtime_version(void);            /* e.g. 13000; 0 without CUDA */
+const char *fc_cuda_archs(void);              /* e.g. "sm_80 sm_90 compute_90" */
+fc_status fc_cuda_malloc(void **ptr, size_t bytes, int device, void *stream);
+fc_status fc_cuda_free(void *ptr, int device, void *stream);
+fc_status fc_cuda_get_device(int *device);
+fc_status fc_cuda_set_device(int device);
+/* Make `consumer` wait for all work queued so far on `producer` (event record + wait). */
+fc_status fc_cuda_stream_wait(void *consumer, void *producer, int device);
+
+/* The message of the last FC_ERR_CUDA* status on this thread ("" if none). */
+const char *fc_error_message(void);
+/* Record a message for this thread (printf-style); used by the kernels' check macro. */
+void fc_set_error(const char *fmt, ...);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FC_H */

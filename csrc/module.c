@@ -1,0 +1,227 @@
+/* module.c — flashclifford._C: module state, method table, multi-phase init.
+ *
+ * The op entry points live in bind_ops.c; this file holds the small introspection
+ * functions (algebra tables as the C engine derives them, build facts) that the tests use
+ * to compare the C derivation with the Python one.
+ */
+#include "bind_ops.h"
+
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL fc_numpy_api
+#include <numpy/arrayobject.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "buffer.h"
+
+#ifndef FC_VERSION
+#define FC_VERSION "0.0.0"
+#endif
+
+static PyObject *int_list(const int *v, int n)
+{
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; ++i) {
+        PyObject *o = PyLong_FromLong(v[i]);
+        if (!o) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, o);
+    }
+    return l;
+}
+
+/* Build a dict from (key, new reference) pairs; steals the values, NULL if any is NULL. */
+static PyObject *dict_of(int n, const char *const *keys, PyObject **values)
+{
+    PyObject *d = PyDict_New();
+    for (int i = 0; i < n; ++i) {
+        if (d && (!values[i] || PyDict_SetItemString(d, keys[i], values[i]) < 0))
+            Py_CLEAR(d);
+        Py_XDECREF(values[i]);
+    }
+    return d;
+}
+
+static PyObject *algebra_table(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    int id = PyLong_AsLong(arg);
+    if (id == -1 && PyErr_Occurred())
+        return NULL;
+    const fc_algebra *a = fc_algebra_get(id);
+    if (!a)
+        return PyErr_Format(PyExc_ValueError, "algebra: expected an algebra id from 0 to %d, got %d",
+                            FC_NUM_ALGEBRAS - 1, id);
+    int blades[FC_MAX_D], grades[FC_MAX_D], signs[FC_MAX_D];
+    for (int i = 0; i < a->D; ++i) {
+        blades[i] = (int)a->blade[i];
+        grades[i] = a->grade[i];
+        signs[i] = a->grade_sign[i];
+    }
+    PyObject *paths = PyList_New(a->P);
+    for (int p = 0; paths && p < a->P; ++p) {
+        PyObject *t = Py_BuildValue("(iii)", a->path_grades[p][0], a->path_grades[p][1], a->path_grades[p][2]);
+        if (!t) {
+            Py_CLEAR(paths);
+            break;
+        }
+        PyList_SET_ITEM(paths, p, t);
+    }
+    PyObject *terms = PyList_New(a->T);
+    for (int t = 0; terms && t < a->T; ++t) {
+        const fc_term *e = &a->term[t];
+        PyObject *v = Py_BuildValue("(iiiii)", e->i, e->j, e->k, e->sign, e->path);
+        if (!v) {
+            Py_CLEAR(terms);
+            break;
+        }
+        PyList_SET_ITEM(terms, t, v);
+    }
+    static const char *const keys[] = {"id", "name", "n", "D", "G", "P", "T", "metric", "blades", "grades",
+                                       "grade_signs", "grade_start", "path_grades", "terms"};
+    PyObject *vals[] = {PyLong_FromLong(a->id), PyUnicode_FromString(a->name), PyLong_FromLong(a->n),
+                        PyLong_FromLong(a->D), PyLong_FromLong(a->G), PyLong_FromLong(a->P),
+                        PyLong_FromLong(a->T), int_list(a->metric, a->n), int_list(blades, a->D),
+                        int_list(grades, a->D), int_list(signs, a->D), int_list(a->grade_start, a->G + 1),
+                        paths, terms};
+    return dict_of((int)(sizeof vals / sizeof vals[0]), keys, vals);
+}
+
+static PyObject *find_algebra(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    PyObject *seq = PySequence_Fast(arg, "metric: expected a sequence of +1, -1 or 0");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int metric[FC_MAX_N];
+    int id = -1;
+    if (n >= 1 && n <= FC_MAX_N) {
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+            if (v == -1 && PyErr_Occurred()) {
+                Py_DECREF(seq);
+                return NULL;
+            }
+            metric[i] = (int)v;
+        }
+        id = fc_algebra_find((int)n, metric);
+    }
+    Py_DECREF(seq);
+    return PyLong_FromLong(id);
+}
+
+static PyObject *build_info(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    (void)module;
+    int cuda = fc_cuda_compiled();
+    int gpus = cuda ? fc_cuda_device_count() : 0;
+    int threads = 1, openmp = 0;
+#ifdef _OPENMP
+    openmp = 1;
+    threads = omp_get_max_threads();
+#endif
+    PyObject *backends = cuda ? Py_BuildValue("[ss]", "cpu", "cuda") : Py_BuildValue("[s]", "cpu");
+    PyObject *cuda_version = Py_None;
+    if (cuda) {
+        int v = fc_cuda_runtime_version();
+        cuda_version = PyUnicode_FromFormat("%d.%d", v / 1000, (v % 1000) / 10);
+    } else {
+        Py_INCREF(Py_None);
+    }
+    static const char *const keys[] = {"version", "backends", "cuda_version", "cuda_archs", "gpu_count",
+                                       "gpu_usable", "openmp", "cpu_threads"};
+    PyObject *vals[] = {PyUnicode_FromString(FC_VERSION), backends, cuda_version,
+                        cuda ? PyUnicode_FromString(fc_cuda_archs()) : Py_NewRef(Py_None), PyLong_FromLong(gpus),
+                        PyBool_FromLong(gpus > 0), PyBool_FromLong(openmp), PyLong_FromLong(threads)};
+    return dict_of((int)(sizeof vals / sizeof vals[0]), keys, vals);
+}
+
+static PyMethodDef module_methods[] = {
+    {"sgp_forward", (PyCFunction)(void (*)(void))fc_bind_sgp_forward, METH_VARARGS | METH_KEYWORDS,
+     "sgp_forward(x, y, weight, algebra, normalize, *, out=None, norms=None, workspace=None, stream=None)\n--\n\n"
+     "Fused MVGELU -> weighted geometric product -> grade RMSNorm. x, y: (D, *batch, N); weight: (N, P). "
+     "Returns out (D, *batch, N). norms, if given, receives the (B, G) grade RMS used by backward."},
+    {"sgp_backward", (PyCFunction)(void (*)(void))fc_bind_sgp_backward, METH_VARARGS | METH_KEYWORDS,
+     "sgp_backward(grad_out, x, y, weight, algebra, normalize, *, norms=None, grad_x=None, grad_y=None, "
+     "grad_weight=None, workspace=None, stream=None)\n--\n\n"
+     "Gradients of sgp_forward: returns (grad_x, grad_y, grad_weight). norms from forward saves a pass."},
+    {"fcgp_forward", (PyCFunction)(void (*)(void))fc_bind_fcgp_forward, METH_VARARGS | METH_KEYWORDS,
+     "fcgp_forward(x, y, weight, algebra, normalize, precision=0, *, out=None, norms=None, workspace=None, "
+     "stream=None)\n--\n\n"
+     "Fused MVGELU -> fully connected geometric product -> grade RMSNorm. x, y: (D, *batch, N_in); weight: "
+     "(P, N_in, N_out). precision: 0 highest, 1 tf32, 2 bf16 (float32 inputs)."},
+    {"fcgp_backward", (PyCFunction)(void (*)(void))fc_bind_fcgp_backward, METH_VARARGS | METH_KEYWORDS,
+     "fcgp_backward(grad_out, x, y, weight, algebra, normalize, precision=0, *, norms=None, grad_x=None, "
+     "grad_y=None, grad_weight=None, workspace=None, stream=None)\n--\n\n"
+     "Gradients of fcgp_forward: returns (grad_x, grad_y, grad_weight)."},
+    {"workspace_size", (PyCFunction)(void (*)(void))fc_bind_workspace_size, METH_VARARGS | METH_KEYWORDS,
+     "workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0)\n--\n\n"
+     "Bytes of CUDA scratch the op needs (0 for none)."},
+    {"algebra_table", algebra_table, METH_O,
+     "algebra_table(id)\n--\n\nThe tables the C engine derives for algebra `id`, as a dict."},
+    {"find_algebra", find_algebra, METH_O,
+     "find_algebra(metric)\n--\n\nThe kernel id of the algebra with this metric, or -1."},
+    {"build_info", build_info, METH_NOARGS,
+     "build_info()\n--\n\nBackends, CUDA version and architectures compiled in, and whether a GPU is usable."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int module_exec(PyObject *m)
+{
+    fc_module_state *st = PyModule_GetState(m);
+    if (PyArray_ImportNumPyAPI() < 0)
+        return -1;
+    st->device_buffer_type = (PyTypeObject *)PyType_FromModuleAndSpec(m, &fc_device_buffer_spec, NULL);
+    if (!st->device_buffer_type || PyModule_AddType(m, st->device_buffer_type) < 0)
+        return -1;
+    st->cuda_error = PyErr_NewExceptionWithDoc("flashclifford._C.CudaError",
+                                               "A CUDA runtime error reported by a flashclifford kernel.",
+                                               PyExc_RuntimeError, NULL);
+    if (!st->cuda_error || PyModule_AddObjectRef(m, "CudaError", st->cuda_error) < 0)
+        return -1;
+    if (PyModule_AddIntConstant(m, "NUM_ALGEBRAS", FC_NUM_ALGEBRAS) < 0)
+        return -1;
+    return 0;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    fc_module_state *st = PyModule_GetState(m);
+    Py_VISIT(st->device_buffer_type);
+    Py_VISIT(st->cuda_error);
+    return 0;
+}
+
+static int module_clear(PyObject *m)
+{
+    fc_module_state *st = PyModule_GetState(m);
+    Py_CLEAR(st->device_buffer_type);
+    Py_CLEAR(st->cuda_error);
+    return 0;
+}
+
+static void module_free(void *m) { module_clear((PyObject *)m); }
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "flashclifford._C",
+    .m_doc = "flashclifford's C extension: fused Clifford-algebra kernels on DLPack arrays (CPU and CUDA).",
+    .m_size = sizeof(fc_module_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__C(void) { return PyModuleDef_Init(&module_def); }

@@ -1,0 +1,245 @@
+"""PyTorch operators: ``flashclifford::gelu_sgp_norm`` and ``flashclifford::gelu_fcgp_norm``.
+
+Registered with ``torch.library.Library.define`` / ``impl`` (not the ``custom_op`` decorator,
+whose per-call cost is as long as the kernel at these sizes), with a fake implementation
+for torch.compile, an autograd rule, and an autocast rule that runs the op in the autocast
+dtype like a matmul. Each forward op returns ``(out, norms)``: the (B, G) grade RMS is what
+backward needs instead of the output (empty when ``normalize`` is False).
+
+The kernels run on the current stream of the tensors' device; outputs and CUDA workspace
+come from PyTorch's allocator, so the ops can be captured in CUDA graphs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import _C
+from .ops import kernel_id, precision_code
+
+__all__ = ["gelu_sgp_norm", "gelu_fcgp_norm"]
+
+_lib = torch.library.Library("flashclifford", "DEF")
+_lib.define("gelu_sgp_norm(Tensor x, Tensor y, Tensor weight, int algebra, bool normalize) -> (Tensor, Tensor)")
+_lib.define(
+    "gelu_sgp_norm_backward(Tensor grad_out, Tensor x, Tensor y, Tensor weight, Tensor norms, int algebra, "
+    "bool normalize) -> (Tensor, Tensor, Tensor)"
+)
+_lib.define(
+    "gelu_fcgp_norm(Tensor x, Tensor y, Tensor weight, int algebra, bool normalize, int precision) "
+    "-> (Tensor, Tensor)"
+)
+_lib.define(
+    "gelu_fcgp_norm_backward(Tensor grad_out, Tensor x, Tensor y, Tensor weight, Tensor norms, int algebra, "
+    "bool normalize, int precision) -> (Tensor, Tensor, Tensor)"
+)
+
+_GRADES = [_C.algebra_table(i)["G"] for i in range(_C.NUM_ALGEBRAS)]
+_HALF = (torch.bfloat16, torch.float16)
+_DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16",
+                torch.float16: "float16"}
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _stream(t: torch.Tensor):
+    if t.device.type != "cuda":
+        return None
+    return _raw_stream(t.device.index) if _raw_stream else torch.cuda.current_stream(t.device).cuda_stream
+
+
+def _compute_dtype(dtype):
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _norms_shape(x, algebra, normalize):
+    batch = math.prod(x.shape[1:-1])
+    return (batch if normalize else 0, _GRADES[algebra])
+
+
+def _workspace(op, backward, algebra, x, n_in, n_out, precision=0):
+    if x.device.type != "cuda":
+        return None
+    batch = math.prod(x.shape[1:-1])
+    size = _C.workspace_size(op, backward, algebra, _DTYPE_NAMES.get(x.dtype, "float32"), batch, n_in, n_out,
+                             precision)
+    return torch.empty(size, dtype=torch.uint8, device=x.device) if size else None
+
+
+def _upcast_cpu_half(x, *others):
+    """The CPU kernels compute float32/float64; half inputs are computed in float32 (SPEC)."""
+    return x.device.type == "cpu" and x.dtype in _HALF and all(t.dtype == x.dtype for t in others)
+
+
+# --- SGP --------------------------------------------------------------------------------------
+
+
+def _sgp_impl(x, y, weight, algebra, normalize):
+    if _upcast_cpu_half(x, y, weight):
+        out, norms = _sgp_impl(x.float(), y.float(), weight.float(), algebra, normalize)
+        return out.to(x.dtype), norms
+    x, y, weight = x.contiguous(), y.contiguous(), weight.contiguous()
+    out = torch.empty_like(x)
+    norms = x.new_empty(_norms_shape(x, algebra, normalize), dtype=_compute_dtype(x.dtype))
+    _C.sgp_forward(x, y, weight, algebra, normalize, out=out, norms=norms if normalize else None,
+                   stream=_stream(x))
+    return out, norms
+
+
+def _sgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize):
+    if _upcast_cpu_half(x, y, weight, grad_out):
+        gx, gy, gw = _sgp_backward_impl(grad_out.float(), x.float(), y.float(), weight.float(), norms, algebra,
+                                        normalize)
+        return gx.to(x.dtype), gy.to(x.dtype), gw.to(x.dtype)
+    grad_out, x, y, weight = grad_out.contiguous(), x.contiguous(), y.contiguous(), weight.contiguous()
+    gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(weight)
+    n = x.shape[-1]
+    _C.sgp_backward(grad_out, x, y, weight, algebra, normalize, norms=norms if normalize else None, grad_x=gx,
+                    grad_y=gy, grad_weight=gw, workspace=_workspace("sgp", True, algebra, x, n, n),
+                    stream=_stream(x))
+    return gx, gy, gw
+
+
+# --- FCGP -------------------------------------------------------------------------------------
+
+
+def _fcgp_impl(x, y, weight, algebra, normalize, precision):
+    if _upcast_cpu_half(x, y, weight):
+        out, norms = _fcgp_impl(x.float(), y.float(), weight.float(), algebra, normalize, precision)
+        return out.to(x.dtype), norms
+    x, y, weight = x.contiguous(), y.contiguous(), weight.contiguous()
+    out = x.new_empty((*x.shape[:-1], weight.shape[-1]) if weight.dim() == 3 else x.shape)
+    norms = x.new_empty(_norms_shape(out, algebra, normalize), dtype=_compute_dtype(x.dtype))
+    n_out = out.shape[-1]
+    _C.fcgp_forward(x, y, weight, algebra, normalize, precision, out=out, norms=norms if normalize else None,
+                    workspace=_workspace("fcgp", False, algebra, x, x.shape[-1], n_out, precision),
+                    stream=_stream(x))
+    return out, norms
+
+
+def _fcgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize, precision):
+    if _upcast_cpu_half(x, y, weight, grad_out):
+        gx, gy, gw = _fcgp_backward_impl(grad_out.float(), x.float(), y.float(), weight.float(), norms, algebra,
+                                         normalize, precision)
+        return gx.to(x.dtype), gy.to(x.dtype), gw.to(x.dtype)
+    grad_out, x, y, weight = grad_out.contiguous(), x.contiguous(), y.contiguous(), weight.contiguous()
+    gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(weight)
+    _C.fcgp_backward(grad_out, x, y, weight, algebra, normalize, precision, norms=norms if normalize else None,
+                     grad_x=gx, grad_y=gy, grad_weight=gw,
+                     workspace=_workspace("fcgp", True, algebra, x, x.shape[-1], grad_out.shape[-1], precision),
+                     stream=_stream(x))
+    return gx, gy, gw
+
+
+for _name, _fn in (("gelu_sgp_norm", _sgp_impl), ("gelu_sgp_norm_backward", _sgp_backward_impl),
+                   ("gelu_fcgp_norm", _fcgp_impl), ("gelu_fcgp_norm_backward", _fcgp_backward_impl)):
+    _lib.impl(_name, _fn, "CPU")
+    _lib.impl(_name, _fn, "CUDA")
+
+
+# --- fake (shape-only) implementations for torch.compile ---------------------------------------
+
+
+@torch.library.register_fake("flashclifford::gelu_sgp_norm")
+def _sgp_fake(x, y, weight, algebra, normalize):
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    return out, x.new_empty(_norms_shape(x, algebra, normalize), dtype=_compute_dtype(x.dtype))
+
+
+@torch.library.register_fake("flashclifford::gelu_sgp_norm_backward")
+def _sgp_backward_fake(grad_out, x, y, weight, norms, algebra, normalize):
+    fmt = torch.contiguous_format
+    return (torch.empty_like(x, memory_format=fmt), torch.empty_like(y, memory_format=fmt),
+            torch.empty_like(weight, memory_format=fmt))
+
+
+@torch.library.register_fake("flashclifford::gelu_fcgp_norm")
+def _fcgp_fake(x, y, weight, algebra, normalize, precision):
+    out = x.new_empty((*x.shape[:-1], weight.shape[-1]))
+    return out, x.new_empty(_norms_shape(out, algebra, normalize), dtype=_compute_dtype(x.dtype))
+
+
+@torch.library.register_fake("flashclifford::gelu_fcgp_norm_backward")
+def _fcgp_backward_fake(grad_out, x, y, weight, norms, algebra, normalize, precision):
+    fmt = torch.contiguous_format
+    return (torch.empty_like(x, memory_format=fmt), torch.empty_like(y, memory_format=fmt),
+            torch.empty_like(weight, memory_format=fmt))
+
+
+# --- autograd ---------------------------------------------------------------------------------
+
+
+def _setup_context(ctx, inputs, output):
+    x, y, weight, algebra, normalize, *rest = inputs
+    ctx.save_for_backward(x, y, weight, output[1])
+    ctx.algebra, ctx.normalize = algebra, normalize
+    ctx.precision = rest[0] if rest else None
+
+
+def _sgp_backward(ctx, grad_out, _grad_norms):
+    x, y, weight, norms = ctx.saved_tensors
+    gx, gy, gw = torch.ops.flashclifford.gelu_sgp_norm_backward(grad_out, x, y, weight, norms, ctx.algebra,
+                                                                ctx.normalize)
+    return gx, gy, gw, None, None
+
+
+def _fcgp_backward(ctx, grad_out, _grad_norms):
+    x, y, weight, norms = ctx.saved_tensors
+    gx, gy, gw = torch.ops.flashclifford.gelu_fcgp_norm_backward(grad_out, x, y, weight, norms, ctx.algebra,
+                                                                 ctx.normalize, ctx.precision)
+    return gx, gy, gw, None, None, None
+
+
+torch.library.register_autograd("flashclifford::gelu_sgp_norm", _sgp_backward, setup_context=_setup_context,
+                                lib=_lib)
+torch.library.register_autograd("flashclifford::gelu_fcgp_norm", _fcgp_backward, setup_context=_setup_context,
+                                lib=_lib)
+
+
+# --- autocast: run in the autocast dtype, as a matmul does ---------------------------------------
+
+
+def _register_autocast(name, device_type):
+    op = getattr(torch.ops.flashclifford, name).default
+    key = getattr(torch._C.DispatchKey, "Autocast" + torch._C._dispatch_key_for_device(device_type))
+
+    def cast_and_call(*args):
+        dtype = torch.get_autocast_dtype(device_type)
+        args = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(key)):
+            return op(*args)
+
+    op.py_impl(key)(cast_and_call)  # used while tracing (torch.compile)
+    _lib.impl(name, lambda _keyset, *args: cast_and_call(*args), key.name, with_keyset=True)
+
+
+for _name in ("gelu_sgp_norm", "gelu_fcgp_norm"):
+    _register_autocast(_name, "cuda")
+
+
+# --- the public functions ---------------------------------------------------------------------
+
+
+def gelu_sgp_norm(x, y, weight, algebra, normalize: bool = True):
+    """MVGELU -> weighted geometric product -> grade RMSNorm, with autograd.
+
+    x, y: (D, *batch, N); weight: (N, P); returns (D, *batch, N). ``algebra``: an
+    :class:`~flashclifford.Algebra`, 2, 3 or a metric tuple. Works under
+    ``torch.compile(fullgraph=True)``, autocast and CUDA graphs.
+    """
+    return torch.ops.flashclifford.gelu_sgp_norm(x, y, weight, kernel_id(algebra), normalize)[0]
+
+
+def gelu_fcgp_norm(x, y, weight, algebra, normalize: bool = True, precision=None):
+    """MVGELU -> fully connected geometric product -> grade RMSNorm, with autograd.
+
+    x, y: (D, *batch, N_in); weight: (P, N_in, N_out); returns (D, *batch, N_out).
+    precision for float32 inputs: "highest", "tf32" or "bf16"; None follows
+    ``torch.get_float32_matmul_precision()`` ("highest" -> highest, "high" -> tf32,
+    "medium" -> bf16).
+    """
+    if precision is None:
+        precision = {"highest": "highest", "high": "tf32", "medium": "bf16"}[torch.get_float32_matmul_precision()]
+    return torch.ops.flashclifford.gelu_fcgp_norm(x, y, weight, kernel_id(algebra), normalize,
+                                                  precision_code(precision))[0]
