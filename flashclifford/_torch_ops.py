@@ -231,6 +231,12 @@ def gelu_sgp_norm(x, y, weight, algebra, normalize: bool = True):
     return torch.ops.flashclifford.gelu_sgp_norm(x, y, weight, kernel_id(algebra), normalize)[0]
 
 
+@torch.compiler.assume_constant_result
+def _default_precision() -> str:
+    # a constant while tracing: a compiled graph keeps the precision it was compiled with
+    return {"highest": "highest", "high": "tf32", "medium": "bf16"}[torch.get_float32_matmul_precision()]
+
+
 def gelu_fcgp_norm(x, y, weight, algebra, normalize: bool = True, precision=None):
     """MVGELU -> fully connected geometric product -> grade RMSNorm, with autograd.
 
@@ -240,6 +246,6 @@ def gelu_fcgp_norm(x, y, weight, algebra, normalize: bool = True, precision=None
     "medium" -> bf16).
     """
     if precision is None:
-        precision = {"highest": "highest", "high": "tf32", "medium": "bf16"}[torch.get_float32_matmul_precision()]
+        precision = _default_precision()
     return torch.ops.flashclifford.gelu_fcgp_norm(x, y, weight, kernel_id(algebra), normalize,
                                                   precision_code(precision))[0]
