@@ -218,6 +218,62 @@ for _name in ("gelu_sgp_norm", "gelu_fcgp_norm"):
     _register_autocast(_name, "cuda")
 
 
+# --- eager fast path ---------------------------------------------------------------------------
+# Going through the dispatcher into a Python kernel and register_autograd's generic
+# machinery costs more host time than these kernels take at small sizes. In plain eager
+# mode the public functions call the same impls through an autograd.Function instead;
+# under torch.compile, fake tensors, tensor subclasses, modes or functorch transforms they
+# use the registered op, which those systems understand.
+
+from torch.utils._python_dispatch import is_in_torch_dispatch_mode  # noqa: E402
+
+
+def _plain(*tensors) -> bool:
+    return (
+        not torch.compiler.is_compiling()
+        and all(type(t) is torch.Tensor for t in tensors)
+        and not torch._C._is_torch_function_mode_enabled()
+        and not is_in_torch_dispatch_mode()
+        and torch._C._functorch.peek_interpreter_stack() is None
+    )
+
+
+def _autocast(tensors, device):
+    if device.type == "cuda" and torch.is_autocast_enabled("cuda"):
+        dtype = torch.get_autocast_dtype("cuda")
+        return [t.to(dtype) if t.is_floating_point() else t for t in tensors]
+    return tensors
+
+
+class _SGP(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y, weight, algebra, normalize):
+        out, norms = _sgp_impl(x, y, weight, algebra, normalize)
+        ctx.save_for_backward(x, y, weight, norms)
+        ctx.algebra, ctx.normalize = algebra, normalize
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, y, weight, norms = ctx.saved_tensors
+        return (*_sgp_backward_impl(grad_out, x, y, weight, norms, ctx.algebra, ctx.normalize), None, None)
+
+
+class _FCGP(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y, weight, algebra, normalize, precision):
+        out, norms = _fcgp_impl(x, y, weight, algebra, normalize, precision)
+        ctx.save_for_backward(x, y, weight, norms)
+        ctx.algebra, ctx.normalize, ctx.precision = algebra, normalize, precision
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, y, weight, norms = ctx.saved_tensors
+        grads = _fcgp_backward_impl(grad_out, x, y, weight, norms, ctx.algebra, ctx.normalize, ctx.precision)
+        return (*grads, None, None, None)
+
+
 # --- the public functions ---------------------------------------------------------------------
 
 
@@ -228,7 +284,11 @@ def gelu_sgp_norm(x, y, weight, algebra, normalize: bool = True):
     :class:`~flashclifford.Algebra`, 2, 3 or a metric tuple. Works under
     ``torch.compile(fullgraph=True)``, autocast and CUDA graphs.
     """
-    return torch.ops.flashclifford.gelu_sgp_norm(x, y, weight, kernel_id(algebra), normalize)[0]
+    algebra = kernel_id(algebra)
+    if _plain(x, y, weight):
+        x, y, weight = _autocast((x, y, weight), x.device)
+        return _SGP.apply(x, y, weight, algebra, bool(normalize))
+    return torch.ops.flashclifford.gelu_sgp_norm(x, y, weight, algebra, normalize)[0]
 
 
 @torch.compiler.assume_constant_result
@@ -247,5 +307,8 @@ def gelu_fcgp_norm(x, y, weight, algebra, normalize: bool = True, precision=None
     """
     if precision is None:
         precision = _default_precision()
-    return torch.ops.flashclifford.gelu_fcgp_norm(x, y, weight, kernel_id(algebra), normalize,
-                                                  precision_code(precision))[0]
+    algebra, precision = kernel_id(algebra), precision_code(precision)
+    if _plain(x, y, weight):
+        x, y, weight = _autocast((x, y, weight), x.device)
+        return _FCGP.apply(x, y, weight, algebra, bool(normalize), precision)
+    return torch.ops.flashclifford.gelu_fcgp_norm(x, y, weight, algebra, normalize, precision)[0]
