@@ -9,6 +9,8 @@
  */
 #pragma once
 
+#include <utility>
+
 #include "../algebra_rules.h"
 
 namespace fc {
@@ -60,6 +62,19 @@ template <int ID> struct AlgebraTraits;
     };
 FC_ALGEBRA_LIST(FC_TRAITS)
 #undef FC_TRAITS
+
+/* Call f(std::integral_constant<int, I>{}) for I = 0 .. N-1, each I a compile-time constant:
+ * kernels index register arrays through the table only this way, so the compiler never
+ * has to keep the table (or the arrays) in local memory. */
+template <class F, int... I>
+__host__ __device__ __forceinline__ void static_for_impl(F &&f, std::integer_sequence<int, I...>)
+{
+    (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F> __host__ __device__ __forceinline__ void static_for(F &&f)
+{
+    static_for_impl(f, std::make_integer_sequence<int, N>{});
+}
 
 /* Dispatch a run-time algebra id to a template functor call: f.template operator()<ID>(). */
 template <class F> inline auto dispatch_algebra(int id, F &&f) -> decltype(f.template operator()<0>())

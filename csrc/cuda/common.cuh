@@ -1,0 +1,121 @@
+/* common.cuh — what every CUDA file of flashclifford shares: the error check that turns a
+ * CUDA error into an fc_status (never exits, clears the sticky last error), the device
+ * guard, dtype load/store in the compute type, the GELU gate, the deterministic block
+ * reduction, and cached device facts.
+ *
+ * Compute type: double for double data, float for float, bfloat16 and half.
+ */
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "../fc.h"
+
+namespace fc {
+
+/* Record "file:line: call: error" for fc_error_message and map the error to a status. */
+inline fc_status cuda_fail(cudaError_t e, const char *file, int line, const char *what)
+{
+    cudaGetLastError(); /* clear the error so the next, unrelated call does not report it */
+    fc_set_error("%s:%d: %s: %s", file, line, what, cudaGetErrorString(e));
+    return e == cudaErrorMemoryAllocation ? FC_ERR_CUDA_OOM : FC_ERR_CUDA;
+}
+
+#define FC_CUDA_CHECK(call)                                                   \
+    do {                                                                      \
+        cudaError_t fc_e_ = (call);                                           \
+        if (fc_e_ != cudaSuccess)                                             \
+            return ::fc::cuda_fail(fc_e_, __FILE__, __LINE__, #call);         \
+    } while (0)
+
+/* After every launch; the debug build (FLASHCLIFFORD_CUDA_SYNC) also waits for the kernel
+ * so a fault is reported at the launch that caused it. */
+#ifdef FLASHCLIFFORD_CUDA_SYNC
+#define FC_LAUNCH_CHECK(stream)                                               \
+    do {                                                                      \
+        FC_CUDA_CHECK(cudaGetLastError());                                    \
+        FC_CUDA_CHECK(cudaStreamSynchronize(stream));                         \
+    } while (0)
+#else
+#define FC_LAUNCH_CHECK(stream) FC_CUDA_CHECK(cudaGetLastError())
+#endif
+
+/* Makes `device` current for the scope and restores the caller's device after. */
+struct DeviceGuard {
+    int previous = -1;
+    fc_status status = FC_OK;
+    explicit DeviceGuard(int device)
+    {
+        cudaError_t e = cudaGetDevice(&previous);
+        if (e == cudaSuccess && previous != device)
+            e = cudaSetDevice(device);
+        else
+            previous = -1;
+        if (e != cudaSuccess) {
+            status = cuda_fail(e, __FILE__, __LINE__, "cudaSetDevice");
+            previous = -1;
+        }
+    }
+    ~DeviceGuard()
+    {
+        if (previous >= 0)
+            cudaSetDevice(previous);
+    }
+    DeviceGuard(const DeviceGuard &) = delete;
+    DeviceGuard &operator=(const DeviceGuard &) = delete;
+};
+
+/* Multiprocessor count of a device, queried once per device. */
+int sm_count(int device);
+
+template <class T> struct Compute { using type = float; };
+template <> struct Compute<double> { using type = double; };
+
+template <class T> __device__ __forceinline__ typename Compute<T>::type load(T v) { return v; }
+template <> __device__ __forceinline__ float load(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <> __device__ __forceinline__ float load(__half v) { return __half2float(v); }
+
+template <class T> __device__ __forceinline__ T store(typename Compute<T>::type v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 store<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half store<__half>(float v) { return __float2half_rn(v); }
+
+/* GELU gate Phi(t) = (1 + erf(t / sqrt 2)) / 2 and its derivative phi(t), exact erf. */
+__device__ __forceinline__ float gelu_gate(float t) { return 0.5f * (1.0f + erff(t * 0.70710678118654752f)); }
+__device__ __forceinline__ double gelu_gate(double t) { return 0.5 * (1.0 + erf(t * 0.70710678118654752)); }
+__device__ __forceinline__ float gelu_gate_grad(float t) { return 0.39894228040143268f * expf(-0.5f * t * t); }
+__device__ __forceinline__ double gelu_gate_grad(double t) { return 0.39894228040143268 * exp(-0.5 * t * t); }
+
+template <class C> __device__ __forceinline__ C sign_of(C t) { return t > C(0) ? C(1) : (t < C(0) ? C(-1) : C(0)); }
+
+/* Sum K values over the `warps` warps of one row group, deterministically (a fixed xor
+ * tree in each warp, then the warp results added in warp order); every lane gets the sums.
+ * smem: warps * K values of C owned by this row group. Contains __syncthreads: every
+ * thread of the block must call it the same number of times. */
+template <int K, class C>
+__device__ __forceinline__ void group_sum_runtime(C (&v)[K], C *smem, int warp, int lane, int warps)
+{
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            v[k] += __shfl_xor_sync(0xffffffffu, v[k], off);
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+            smem[warp * K + k] = v[k];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        C s = 0;
+        for (int w = 0; w < warps; ++w)
+            s += smem[w * K + k];
+        v[k] = s;
+    }
+    __syncthreads(); /* smem may be reused right after */
+}
+
+} // namespace fc

@@ -1,0 +1,106 @@
+/* runtime.cu — the CUDA services of fc.h for the bindings: device queries, allocation on a
+ * stream, device switching and stream ordering. cudart is linked statically, so on a
+ * machine without a driver these report "no GPU" instead of failing to load. */
+#include <mutex>
+
+#include "common.cuh"
+
+#ifndef FC_CUDA_ARCHS
+#define FC_CUDA_ARCHS "unknown"
+#endif
+
+namespace fc {
+
+int sm_count(int device)
+{
+    static int counts[64];
+    static std::once_flag once[64];
+    if (device < 0 || device >= 64)
+        return 1;
+    std::call_once(once[device], [device] {
+        int n = 0;
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || n <= 0) {
+            cudaGetLastError();
+            n = 1;
+        }
+        counts[device] = n;
+    });
+    return counts[device];
+}
+
+} // namespace fc
+
+extern "C" {
+
+int fc_cuda_compiled(void) { return 1; }
+
+int fc_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* no driver or no GPU: not an error for the caller */
+        return 0;
+    }
+    return n;
+}
+
+int fc_cuda_runtime_version(void) { return CUDART_VERSION; }
+
+const char *fc_cuda_archs(void) { return FC_CUDA_ARCHS; }
+
+/* stream == NULL: a plain cudaMalloc (DeviceBuffer, freed whenever Python lets go of it);
+ * otherwise stream-ordered, so scratch is freed after the kernels that use it. */
+fc_status fc_cuda_malloc(void **ptr, size_t bytes, int device, void *stream)
+{
+    fc::DeviceGuard guard(device);
+    if (guard.status != FC_OK)
+        return guard.status;
+    *ptr = nullptr;
+    if (stream)
+        FC_CUDA_CHECK(cudaMallocAsync(ptr, bytes, (cudaStream_t)stream));
+    else
+        FC_CUDA_CHECK(cudaMalloc(ptr, bytes));
+    return FC_OK;
+}
+
+fc_status fc_cuda_free(void *ptr, int device, void *stream)
+{
+    fc::DeviceGuard guard(device);
+    if (guard.status != FC_OK)
+        return guard.status;
+    if (stream)
+        FC_CUDA_CHECK(cudaFreeAsync(ptr, (cudaStream_t)stream));
+    else
+        FC_CUDA_CHECK(cudaFree(ptr));
+    return FC_OK;
+}
+
+fc_status fc_cuda_get_device(int *device)
+{
+    FC_CUDA_CHECK(cudaGetDevice(device));
+    return FC_OK;
+}
+
+fc_status fc_cuda_set_device(int device)
+{
+    FC_CUDA_CHECK(cudaSetDevice(device));
+    return FC_OK;
+}
+
+fc_status fc_cuda_stream_wait(void *consumer, void *producer, int device)
+{
+    fc::DeviceGuard guard(device);
+    if (guard.status != FC_OK)
+        return guard.status;
+    cudaEvent_t ev;
+    FC_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    cudaError_t e = cudaEventRecord(ev, (cudaStream_t)producer);
+    if (e == cudaSuccess)
+        e = cudaStreamWaitEvent((cudaStream_t)consumer, ev, 0);
+    cudaEventDestroy(ev); /* released once the wait is satisfied */
+    if (e != cudaSuccess)
+        return fc::cuda_fail(e, __FILE__, __LINE__, "cudaStreamWaitEvent");
+    return FC_OK;
+}
+
+} // extern "C"
