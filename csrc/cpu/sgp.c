@@ -1,0 +1,54 @@
+/* sgp.c — the C reference backend of the weighted geometric product (SGP), SPEC section 2:
+ * out = RMSNorm(sum over terms sign w[:, path] MVGELU(x)_i MVGELU(y)_k), and its backward.
+ *
+ *   x, y, grad_x, grad_y, out, grad_out   (D, B, N)
+ *   weight, grad_weight                   (N, P)
+ *   norms                                 (B, G), r_g = sqrt(q_g + eps)
+ *
+ * The kernels are written once in sgp_impl.h and instantiated here for float and double
+ * (float32 data is computed in float arithmetic). The weight gradient is summed over
+ * FC_CHUNKS batch chunks in a fixed order, so it is bitwise the same for any thread count.
+ */
+#include "common.h"
+
+#define real float
+#define FC_T(name) name##_f32
+#include "sgp_impl.h"
+#undef real
+#undef FC_T
+
+#define real double
+#define FC_T(name) name##_f64
+#include "sgp_impl.h"
+#undef real
+#undef FC_T
+
+fc_status fc_sgp_forward_cpu(const fc_args *a)
+{
+    fc_status st = fc_cpu_check(a, 1);
+    if (st != FC_OK)
+        return st;
+    switch (a->dtype) {
+    case FC_F32:
+        return sgp_forward_f32(a);
+    case FC_F64:
+        return sgp_forward_f64(a);
+    default:
+        return FC_ERR_TYPE;
+    }
+}
+
+fc_status fc_sgp_backward_cpu(const fc_args *a)
+{
+    fc_status st = fc_cpu_check(a, 1);
+    if (st != FC_OK)
+        return st;
+    switch (a->dtype) {
+    case FC_F32:
+        return sgp_backward_f32(a);
+    case FC_F64:
+        return sgp_backward_f64(a);
+    default:
+        return FC_ERR_TYPE;
+    }
+}
