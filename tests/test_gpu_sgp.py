@@ -4,7 +4,7 @@ streams and stream ordering, CUDA graphs, DLPack results, misaligned inputs, OOM
 
 import numpy as np
 import pytest
-from conftest import ALGEBRAS, rel_err
+from conftest import ALGEBRAS, assert_rel, input_sensitivity, rel_err
 
 torch = pytest.importorskip("torch")
 
@@ -35,13 +35,23 @@ def check(alg, shape, dtype, normalize, seed=0):
     out = fc.gelu_sgp_norm(x, y, w, alg, normalize)
     assert out.dtype == dtype and out.is_cuda
     tol = TOL[dtype]
-    ref = reference.sgp_np(np64(x), np64(y), np64(w), alg, normalize)
-    assert rel_err(np64(out), ref) <= tol
+    args = [np64(t) for t in (x, y, w)]
+    ref = reference.sgp_np(*args, alg, normalize)
     g = torch.randn_like(out)
     out.backward(g)
-    refs = reference.sgp_backward_np(np64(g), np64(x), np64(y), np64(w), alg, normalize)
+    refs = reference.sgp_backward_np(np64(g), *args, alg, normalize)
+    if dtype == torch.float32:
+        # float32: SPEC's 1e-5, or 10x the reference's own sensitivity to float32 rounding
+        # where a normalized indefinite grade cancels (few features): see conftest
+        assert_rel(np64(out), ref, np.float32, "out", lambda: input_sensitivity(
+            lambda *a: reference.sgp_np(*a, alg, normalize), *args)[0])
+        sens = lambda: input_sensitivity(lambda *a: reference.sgp_backward_np(*a, alg, normalize), np64(g), *args)
+        for k, (name, t, r) in enumerate(zip("xyw", (x, y, w), refs)):
+            assert_rel(np64(t.grad), r, np.float32, name, lambda k=k: sens()[k])
+        return
+    assert rel_err(np64(out), ref) <= tol
     # half-type gradients accumulate over the batch in float32 but are rounded inputs: 10x (TESTPLAN 5.1)
-    gtol = tol if dtype in (torch.float32, torch.float64) else 10 * tol
+    gtol = tol if dtype == torch.float64 else 10 * tol
     for name, t, r in zip("xyw", (x, y, w), refs):
         assert rel_err(np64(t.grad), r) <= gtol, name
 

@@ -96,9 +96,19 @@ template <int ALG, class T, int F> struct Chunk {
         }
     }
 
-    /* The P weights of feature n (clamped: features past N compute on zeros, unstored). */
-    __device__ __forceinline__ static void load_weights(const T *__restrict__ w, int64_t n, int64_t N, C (&wr)[P])
+    /* The P weights of feature n = n0 + f (clamped: features past N compute on zeros,
+     * unstored). ws: the block's staged copy, [p][f * blockDim.x + thread] (stage_weights),
+     * or null to read the (N, P) rows from global memory (two-pass rows). */
+    __device__ __forceinline__ static void load_weights(const T *__restrict__ w, const C *ws, int f, int64_t n,
+                                                        int64_t N, C (&wr)[P])
     {
+        if (ws) {
+            const int ns = F * blockDim.x;
+#pragma unroll
+            for (int p = 0; p < P; ++p)
+                wr[p] = ws[p * ns + f * blockDim.x + threadIdx.x];
+            return;
+        }
         const T *row = w + (n < N ? n : N - 1) * P;
 #pragma unroll
         for (int p = 0; p < P; ++p)
@@ -106,12 +116,12 @@ template <int ALG, class T, int F> struct Chunk {
     }
 
     /* o_j = Phi(x0) Phi(y0) sum over terms sign * w[n, path] * x_i * y_k */
-    __device__ __forceinline__ void product(const T *__restrict__ w, int64_t n0, int64_t N)
+    __device__ __forceinline__ void product(const T *__restrict__ w, const C *ws, int64_t n0, int64_t N)
     {
 #pragma unroll
         for (int f = 0; f < F; ++f) {
             C wr[P];
-            load_weights(w, n0 + f, N, wr);
+            load_weights(w, ws, f, n0 + f, N, wr);
 #pragma unroll
             for (int j = 0; j < D; ++j)
                 o[j][f] = 0;
@@ -157,16 +167,43 @@ template <int ALG, class T, int F> struct Chunk {
     }
 };
 
+/* Copy the (N, P) weights into shared memory as [p][f * blockDim.x + t] for feature
+ * n = t * F + f: the warp then reads consecutive words (no bank conflicts), where reading
+ * the rows from global memory touched 32 cache lines per load instruction. Features past N
+ * get zeros. Reads are coalesced; done once per block, which then loops over many rows. */
+template <int P, int F, class T, class C>
+__device__ __forceinline__ void stage_weights(const T *__restrict__ w, C *ws, int64_t N)
+{
+    const int tx = blockDim.x, nthreads = blockDim.x * blockDim.y;
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    const int ns = F * tx;
+    for (int64_t i = tid; i < N * P; i += nthreads) {
+        const int64_t n = i / P;
+        const int p = (int)(i % P);
+        ws[p * ns + (int)(n % F) * tx + (int)(n / F)] = load<T>(w[i]);
+    }
+    for (int i = tid; i < (ns - (int)N) * P; i += nthreads) {
+        const int n = (int)N + i / P, p = i % P;
+        ws[p * ns + (n % F) * tx + n / F] = C(0);
+    }
+    __syncthreads();
+}
+
 template <int ALG, class T, int F, bool RESIDENT>
 __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict__ y, const T *__restrict__ w,
                                    T *__restrict__ out, typename Compute<T>::type *__restrict__ norms, int64_t B,
-                                   int64_t N, int normalize, int vec)
+                                   int64_t N, int normalize, int vec, int staged)
 {
     using A = AlgebraTraits<ALG>;
     using C = typename Compute<T>::type;
     constexpr int D = A::D, G = A::G;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     C *red = reinterpret_cast<C *>(smem_raw) + threadIdx.y * (blockDim.x / 32) * G;
+    C *ws = nullptr;
+    if (RESIDENT && staged) {
+        ws = reinterpret_cast<C *>(smem_raw) + blockDim.y * (blockDim.x / 32) * G;
+        stage_weights<A::P, F>(w, ws, N);
+    }
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int64_t BN = B * N;
     const int64_t chunk_stride = (int64_t)blockDim.x * F;
@@ -186,7 +223,7 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
             const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
             if (valid && n0 < N) {
                 c.load_inputs(x, y, BN, row, n0, N, vec);
-                c.product(w, n0, N);
+                c.product(w, ws, n0, N);
                 if (normalize)
                     c.add_norm_parts(acc);
             }
@@ -211,7 +248,7 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
             if (valid && n0 < N) {
                 if (!RESIDENT) {
                     c.load_inputs(x, y, BN, row, n0, N, vec);
-                    c.product(w, n0, N);
+                    c.product(w, ws, n0, N);
                 }
                 static_for<D>([&](auto i) {
                     constexpr int a = decltype(i)::value;
@@ -232,7 +269,7 @@ __global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restr
                                     const T *__restrict__ w, const typename Compute<T>::type *__restrict__ norms,
                                     T *__restrict__ grad_x, T *__restrict__ grad_y,
                                     typename Compute<T>::type *__restrict__ partial, int64_t B, int64_t N,
-                                    int normalize, int vec)
+                                    int normalize, int vec, int staged)
 {
     using A = AlgebraTraits<ALG>;
     using C = typename Compute<T>::type;
@@ -241,6 +278,11 @@ __global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restr
     const int warps = blockDim.x >> 5;
     C *red = reinterpret_cast<C *>(smem_raw) + threadIdx.y * warps * 2 * G;
     C *combine = reinterpret_cast<C *>(smem_raw) + blockDim.y * warps * 2 * G; /* (N, P) when blockDim.y > 1 */
+    C *ws = nullptr;
+    if (RESIDENT && staged) {
+        ws = combine + (blockDim.y > 1 ? N * P : 0);
+        stage_weights<P, F>(w, ws, N);
+    }
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t BN = B * N;
     const int64_t chunk_stride = (int64_t)blockDim.x * F;
@@ -275,7 +317,7 @@ __global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restr
                 const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
                 if (valid && n0 < N) {
                     c.load_inputs(x, y, BN, row, n0, N, vec);
-                    c.product(w, n0, N);
+                    c.product(w, ws, n0, N);
                     static_for<D>([&](auto i) {
                         constexpr int a = decltype(i)::value;
                         constexpr int g = A::table.grade[a];
@@ -311,7 +353,7 @@ __global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restr
                 continue;
             if (!RESIDENT || !normalize) {
                 c.load_inputs(x, y, BN, row, n0, N, vec);
-                c.product(w, n0, N);
+                c.product(w, ws, n0, N);
 #pragma unroll
                 for (int a = 0; a < D; ++a)
                     load_chunk<T, F>(gout + a * BN + row, n0, N, vec, go[a]);
@@ -333,7 +375,7 @@ __global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restr
 #pragma unroll
             for (int f = 0; f < F; ++f) {
                 C wr[P], gw_f[P];
-                c.load_weights(w, n0 + f, N, wr);
+                c.load_weights(w, ws, f, n0 + f, N, wr);
 #pragma unroll
                 for (int p = 0; p < P; ++p)
                     gw_f[p] = 0;
@@ -428,9 +470,12 @@ struct Config {
     int F;
     int tx, ty;       /* block (threads per row, rows per block) */
     bool resident;
+    bool staged;      /* weights copied to shared memory */
     int64_t grid;
     size_t smem;
 };
+
+constexpr size_t kStageBytes = 96 * 1024; /* at most: two blocks per SM still fit */
 
 /* Per kernel, once: the most threads a block of it can have (its register use decides). */
 template <auto Kernel> int max_threads()
@@ -479,12 +524,18 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     const int sms = sm_count(device);
     /* forward: enough blocks to fill the GPU, rows looped beyond that; backward: two per
      * multiprocessor, which bounds the weight-gradient partials (S = grid) independently of B */
-    const int64_t cap = BWD ? 2 * (int64_t)sms : (int64_t)sms * std::max(1, 2048 / (c.tx * c.ty)) * 2;
-    c.grid = std::max<int64_t>(1, std::min(groups, cap));
     const int warps = c.tx / 32;
     c.smem = (size_t)c.ty * warps * (BWD ? 2 : 1) * A::G * sizeof(C);
     if (BWD && c.ty > 1)
         c.smem += (size_t)N * A::P * sizeof(C);
+    const size_t stage = (size_t)c.F * c.tx * A::P * sizeof(C);
+    c.staged = c.resident && stage <= kStageBytes;
+    if (c.staged)
+        c.smem += stage;
+    /* blocks loop over rows: few enough that staging the weights is paid once per many rows
+     * (and, in backward, that the S = grid weight-gradient partials stay small) */
+    const int64_t per_sm = BWD ? 2 : std::max(1, std::min(4, 2048 / (c.tx * c.ty)));
+    c.grid = std::max<int64_t>(1, std::min(groups, per_sm * (int64_t)sms));
     return c;
 }
 
@@ -520,12 +571,14 @@ template <int ALG, class T> fc_status forward(const fc_args *a, cudaStream_t str
         constexpr auto k = sgp_forward_kernel<ALG, T, F, true>;
         if (fc_status st = allow_smem<k>(cfg.smem))
             return st;
-        k<<<(unsigned)cfg.grid, block, cfg.smem, stream>>>(x, y, w, out, norms, a->B, a->N_in, a->normalize, vec);
+        k<<<(unsigned)cfg.grid, block, cfg.smem, stream>>>(x, y, w, out, norms, a->B, a->N_in, a->normalize, vec,
+                                                            cfg.staged);
     } else {
         constexpr auto k = sgp_forward_kernel<ALG, T, F, false>;
         if (fc_status st = allow_smem<k>(cfg.smem))
             return st;
-        k<<<(unsigned)cfg.grid, block, cfg.smem, stream>>>(x, y, w, out, norms, a->B, a->N_in, a->normalize, vec);
+        k<<<(unsigned)cfg.grid, block, cfg.smem, stream>>>(x, y, w, out, norms, a->B, a->N_in, a->normalize, vec,
+                                                            cfg.staged);
     }
     FC_LAUNCH_CHECK(stream);
     return FC_OK;
@@ -571,13 +624,13 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
         if (fc_status st = allow_smem<k>(cfg.smem))
             return st;
         k<<<(unsigned)cfg.grid, block, cfg.smem, stream>>>(g, x, y, w, norms, gx, gy, partial, a->B, a->N_in,
-                                                            a->normalize, vec);
+                                                            a->normalize, vec, cfg.staged);
     } else {
         constexpr auto k = sgp_backward_kernel<ALG, T, F, false>;
         if (fc_status st = allow_smem<k>(cfg.smem))
             return st;
         k<<<(unsigned)cfg.grid, block, cfg.smem, stream>>>(g, x, y, w, norms, gx, gy, partial, a->B, a->N_in,
-                                                            a->normalize, vec);
+                                                            a->normalize, vec, cfg.staged);
     }
     FC_LAUNCH_CHECK(stream);
     if (a->grad_weight) {
