@@ -63,14 +63,17 @@ def test_no_refcount_or_memory_growth(name):
     gc.collect()
     refs = [sys.getrefcount(a) for a in (X, Y, W, WF, G, OUT)]
     total = sys.gettotalrefcount() if hasattr(sys, "gettotalrefcount") else None
-    before = tracemalloc.take_snapshot()
-    for _ in range(CALLS):
-        f()
-    gc.collect()
-    after = tracemalloc.take_snapshot()
+    # A leak grows in every window; the interpreter's own buffers (a ~1 MB block seen under
+    # load) come and go between windows. So: two consecutive windows, the smaller growth.
+    growths = []
+    for _ in range(2):
+        before = tracemalloc.take_snapshot()
+        for _ in range(CALLS):
+            f()
+        gc.collect()
+        growths.append(_traced_growth(before, tracemalloc.take_snapshot()))
     tracemalloc.stop()
-    growth = _traced_growth(before, after)
-    assert growth < 64 * 1024, f"traced memory grew by {growth} bytes over {CALLS} calls"
+    assert min(growths) < 64 * 1024, f"traced memory grew by {growths} bytes in two windows of {CALLS} calls"
     assert [sys.getrefcount(a) for a in (X, Y, W, WF, G, OUT)] == refs
     if total is not None:
         assert sys.gettotalrefcount() - total < 100
