@@ -5,10 +5,11 @@
  *
  * Two parts. The first (include-guarded) is type-independent: OpenMP glue, allocation,
  * the batch chunking that keeps cross-row sums deterministic, the regrouped term lists
- * (SGP tile plans, FCGP pairs). The second is the per-type half (GELU gate and its
- * backward, grade-wise RMSNorm and its backward, the vectorised inner loops). It is a "template": it expands once for every inclusion made with
- * `real` and FC_T(name) defined, which the *_impl.h files do once per compute type, so
- * each helper is written once and exists for float and double.
+ * (SGP tile plans, FCGP pairs). The second is the per-type half: GELU gate and its
+ * backward, grade-wise RMSNorm and its backward, the vectorised inner loops. It is a
+ * "template": it expands once for every inclusion made with `real` and FC_T(name)
+ * defined, which the *_impl.h files do once per compute type, so each helper is written
+ * once and exists for float and double.
  */
 #ifndef FC_CPU_COMMON_H
 #define FC_CPU_COMMON_H
@@ -383,9 +384,11 @@ static inline void FC_T(tile_group)(const fc_plan *pl, int g, const real *a0, in
     for (int e0 = 0; e0 < FC_TILE; e0 += FC_VEC) {
         real acc[FC_VEC] = {0};
         for (int t = pl->start[g]; t < pl->minus[g]; ++t)
-            FC_T(vec_add3)(acc, a0 + pl->f0[t] * cs0 + e0, a1 + pl->f1[t] * cs1 + e0, a2 + pl->f2[t] * cs2 + e0);
+            FC_T(vec_add3)(acc, a0 + pl->f0[t] * cs0 + e0, a1 + pl->f1[t] * cs1 + e0,
+                           a2 + pl->f2[t] * cs2 + e0);
         for (int t = pl->minus[g]; t < pl->start[g + 1]; ++t)
-            FC_T(vec_sub3)(acc, a0 + pl->f0[t] * cs0 + e0, a1 + pl->f1[t] * cs1 + e0, a2 + pl->f2[t] * cs2 + e0);
+            FC_T(vec_sub3)(acc, a0 + pl->f0[t] * cs0 + e0, a1 + pl->f1[t] * cs1 + e0,
+                           a2 + pl->f2[t] * cs2 + e0);
         if (accumulate)
             for (int v = 0; v < FC_VEC; ++v)
                 out[e0 + v] += acc[v];

@@ -27,15 +27,16 @@ typedef struct FC_T(fcgp_ctx) {
 /* o_j[r, :] += z_{j,p}[r, :] @ W[p] for every pair, over rb rows.
  * xg, yg: row 0 of the block, component A at + A * xcs, rows N_in apart;
  * o: row 0 of the block, component A at + A * ocs, rows N_out apart; z: rb * N_in. */
-static inline void FC_T(fcgp_block_product)(const FC_T(fcgp_ctx) *c, const real *xg, const real *yg, int64_t xcs,
-                                            int64_t rb, real *z, real *o, int64_t ocs)
+static inline void FC_T(fcgp_block_product)(const FC_T(fcgp_ctx) *c, const real *xg, const real *yg,
+                                            int64_t xcs, int64_t rb, real *z, real *o, int64_t ocs)
 {
     const int64_t Ni = c->a->N_in, No = c->a->N_out;
     for (int q = 0; q < c->np; ++q) {
         const fc_pair pr = c->pairs[q];
         FC_T(zero)(z, rb * Ni);
         for (int t = pr.t0; t < pr.t1; ++t)
-            FC_T(add_prod)(z, xg + c->terms[t].i * xcs, yg + c->terms[t].k * xcs, (real)c->terms[t].sign, rb * Ni);
+            FC_T(add_prod)(z, xg + c->terms[t].i * xcs, yg + c->terms[t].k * xcs, (real)c->terms[t].sign,
+                           rb * Ni);
         const real *Wp = (const real *)c->a->weight + pr.path * Ni * No;
         real *oj = o + pr.j * ocs;
         for (int64_t n = 0; n < Ni; ++n)
@@ -45,7 +46,8 @@ static inline void FC_T(fcgp_block_product)(const FC_T(fcgp_ctx) *c, const real 
 }
 
 /* The forward of rows [b0, b0 + rb). buf: (2 D + 1) FC_ROWS N_in elements. */
-FC_CPU_HOT static void FC_T(fcgp_forward_block)(const FC_T(fcgp_ctx) *c, int64_t b0, int64_t rb, real *buf)
+FC_CPU_HOT
+static void FC_T(fcgp_forward_block)(const FC_T(fcgp_ctx) *c, int64_t b0, int64_t rb, real *buf)
 {
     const fc_args *a = c->a;
     const fc_algebra *alg = a->alg;
@@ -113,7 +115,8 @@ static int64_t FC_T(fcgp_backward_scratch)(int D, int64_t Ni)
 
 /* The backward of rows [b0, b0 + rb), all but the weight gradient: gates into c->xg/yg,
  * dL/do into c->gof when normalising, then grad_x and grad_y. */
-FC_CPU_HOT static void FC_T(fcgp_backward_block)(const FC_T(fcgp_ctx) *c, int64_t b0, int64_t rb, real *buf)
+FC_CPU_HOT
+static void FC_T(fcgp_backward_block)(const FC_T(fcgp_ctx) *c, int64_t b0, int64_t rb, real *buf)
 {
     const fc_args *a = c->a;
     const fc_algebra *alg = a->alg;
@@ -171,7 +174,8 @@ FC_CPU_HOT static void FC_T(fcgp_backward_block)(const FC_T(fcgp_ctx) *c, int64_
 /* grad_weight[p, n0 : n0 + nl, :] = sum over rows and the pairs of path p of
  * z_{j,p}[b, n] go_j[b, :]. One task owns its tile and walks the rows in order, so the
  * sum is the same for any thread count. z: FC_ROWS * FC_NTILE scratch. */
-FC_CPU_HOT static void FC_T(fcgp_weight_grad_tile)(const FC_T(fcgp_ctx) *c, int p, int64_t n0, int64_t nl, real *z)
+FC_CPU_HOT
+static void FC_T(fcgp_weight_grad_tile)(const FC_T(fcgp_ctx) *c, int p, int64_t n0, int64_t nl, real *z)
 {
     const int64_t B = c->a->B, Ni = c->a->N_in, No = c->a->N_out;
     real *gw = (real *)c->a->grad_weight + (p * Ni + n0) * No;

@@ -24,8 +24,8 @@ static void FC_T(sgp_transpose_weight)(const real *w, int64_t N, int P, real *wt
 }
 
 /* The forward of batch row b; wt: the (P, Np) weight. */
-FC_CPU_HOT static void FC_T(sgp_forward_row)(const fc_args *a, const fc_plan *pl, const real *wt, int64_t Np,
-                                                int64_t b)
+FC_CPU_HOT
+static void FC_T(sgp_forward_row)(const fc_args *a, const fc_plan *pl, const real *wt, int64_t Np, int64_t b)
 {
     const fc_algebra *alg = a->alg;
     const int D = alg->D, G = alg->G;
@@ -92,8 +92,9 @@ typedef struct FC_T(sgp_plans) {
 
 /* The backward of batch row b. buf: FC_SGP_ROW_SCRATCH elements; gwt: this chunk's
  * (P, Np) weight-gradient partial, or NULL. */
-FC_CPU_HOT static void FC_T(sgp_backward_row)(const fc_args *a, const FC_T(sgp_plans) *pl, const real *wt, int64_t Np,
-                                                 int64_t b, real *buf, real *gwt)
+FC_CPU_HOT
+static void FC_T(sgp_backward_row)(const fc_args *a, const FC_T(sgp_plans) *pl, const real *wt, int64_t Np,
+                                   int64_t b, real *buf, real *gwt)
 {
     const fc_algebra *alg = a->alg;
     const int D = alg->D, G = alg->G;

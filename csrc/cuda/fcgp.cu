@@ -19,10 +19,11 @@
  * No T' x B x N tensor ever reaches device memory:
  *  - forward: a block owns BM rows x BN output columns of all D components; each warp owns
  *    one output component j (so its pairs and their terms come from a small table in the
- *    kernel parameters, warp-uniform) and forms z_{j,p} in its A fragments from the xg_i,
- *    yg_k fragments. The grade norms take one light extra pass: the epilogue writes o and
- *    per-column-block partial sums of |sum_A s_A o_A^2|; fwd_finalize sums them in fixed
- *    order and scales.
+ *    kernel parameters, warp-uniform: unrolling all eight warp roles would multiply the code
+ *    eightfold) and forms z_{j,p} in its A fragments from the xg_i, yg_k fragments. The
+ *    grade norms take one light extra pass: the epilogue writes o and per-column-block
+ *    partial sums of |sum_A s_A o_A^2|; fwd_finalize sums them in fixed order and scales.
+ *    Column blocks are the fastest grid index, so co-resident blocks share x and y rows.
  *  - gz: a block owns a small BM x BN tile of (rows, N_in) and keeps G for every pair of
  *    the tile in registers (warps own CAP pairs each) over the whole K = N_out loop, then
  *    stages G in shared memory and each thread applies the terms to its positions
@@ -1113,7 +1114,8 @@ __global__ void gw_reduce(const C *__restrict__ partial, Tout *__restrict__ gw, 
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* Launchers.                                                                             */
+/* Launchers. Measurements and the design log: benchmarks/NOTES_FCGP.md, lab in            */
+/* benchmarks/lab/fcgp_lab.cu.                                                            */
 
 inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
