@@ -73,7 +73,7 @@ static int raise_status(PyObject *module, fc_status st)
 static int expected_shape(const op_call *c, int k, int64_t *shape)
 {
     const fc_array *x = &c->arr[A_X];
-    int D = c->alg->D, P = c->alg->P;
+    const int P = c->alg->P;
     switch (k) {
     case A_Y:
     case A_GX:
@@ -101,7 +101,6 @@ static int expected_shape(const op_call *c, int k, int64_t *shape)
         shape[1] = c->alg->G;
         return 2;
     }
-    (void)D;
     return -1;
 }
 
@@ -440,6 +439,19 @@ done:
     return ret;
 }
 
+/* The arguments every entry point shares, after PyArg parsing. */
+static int parse_common(op_call *c, int algebra, PyObject *stream)
+{
+    if (parse_algebra(c, algebra) < 0 || parse_stream(c, stream) < 0)
+        return -1;
+    if (c->precision < FC_PREC_HIGHEST || c->precision > FC_PREC_BF16) {
+        PyErr_Format(PyExc_ValueError, "precision: expected 0 (highest), 1 (tf32) or 2 (bf16), got %d",
+                     c->precision);
+        return -1;
+    }
+    return 0;
+}
+
 static void init_call(op_call *c, int op, int backward)
 {
     memset(c, 0, sizeof *c);
@@ -464,11 +476,8 @@ static PyObject *forward(PyObject *module, PyObject *args, PyObject *kwargs, int
                  : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOip|i$OOOO:fcgp_forward", kw_fcgp, &c.obj[A_X],
                                                &c.obj[A_Y], &c.obj[A_W], &algebra, &c.normalize, &c.precision,
                                                &c.obj[A_OUT], &c.obj[A_NORMS], &c.obj[A_WS], &stream);
-    if (!ok || parse_algebra(&c, algebra) < 0 || parse_stream(&c, stream) < 0)
+    if (!ok || parse_common(&c, algebra, stream) < 0)
         return NULL;
-    if (c.precision < FC_PREC_HIGHEST || c.precision > FC_PREC_BF16)
-        return PyErr_Format(PyExc_ValueError, "precision: expected 0 (highest), 1 (tf32) or 2 (bf16), got %d",
-                            c.precision);
     return run(module, &c);
 }
 
@@ -491,11 +500,8 @@ static PyObject *backward(PyObject *module, PyObject *args, PyObject *kwargs, in
                                                &c.obj[A_GOUT], &c.obj[A_X], &c.obj[A_Y], &c.obj[A_W], &algebra,
                                                &c.normalize, &c.precision, &c.obj[A_NORMS], &c.obj[A_GX],
                                                &c.obj[A_GY], &c.obj[A_GW], &c.obj[A_WS], &stream);
-    if (!ok || parse_algebra(&c, algebra) < 0 || parse_stream(&c, stream) < 0)
+    if (!ok || parse_common(&c, algebra, stream) < 0)
         return NULL;
-    if (c.precision < FC_PREC_HIGHEST || c.precision > FC_PREC_BF16)
-        return PyErr_Format(PyExc_ValueError, "precision: expected 0 (highest), 1 (tf32) or 2 (bf16), got %d",
-                            c.precision);
     return run(module, &c);
 }
 

@@ -117,6 +117,24 @@ static inline fc_status fc_cpu_check(const fc_args *a, int is_sgp)
     return FC_OK;
 }
 
+/* The extern entry point of one op and pass: check the arguments, then run the float or
+ * the double body (name##_f32 / name##_f64, from the *_impl.h file included twice). */
+#define FC_CPU_ENTRY(entry, body, is_sgp)                 \
+    fc_status entry(const fc_args *a)                     \
+    {                                                     \
+        fc_status st = fc_cpu_check(a, is_sgp);           \
+        if (st != FC_OK)                                  \
+            return st;                                    \
+        switch (a->dtype) {                               \
+        case FC_F32:                                      \
+            return body##_f32(a);                         \
+        case FC_F64:                                      \
+            return body##_f64(a);                         \
+        default:                                          \
+            return FC_ERR_TYPE;                           \
+        }                                                 \
+    }
+
 /* A tile plan: the terms regrouped by the operand one pass writes, so each output row is
  * summed in registers over its terms (3 loads per term and vector instead of 4 and a
  * store). Group g writes row g of its output: out_g = sum of sign * f0 * f1 * f2, where

@@ -28,32 +28,5 @@
 #undef real
 #undef FC_T
 
-fc_status fc_fcgp_forward_cpu(const fc_args *a)
-{
-    fc_status st = fc_cpu_check(a, 0);
-    if (st != FC_OK)
-        return st;
-    switch (a->dtype) {
-    case FC_F32:
-        return fcgp_forward_f32(a);
-    case FC_F64:
-        return fcgp_forward_f64(a);
-    default:
-        return FC_ERR_TYPE;
-    }
-}
-
-fc_status fc_fcgp_backward_cpu(const fc_args *a)
-{
-    fc_status st = fc_cpu_check(a, 0);
-    if (st != FC_OK)
-        return st;
-    switch (a->dtype) {
-    case FC_F32:
-        return fcgp_backward_f32(a);
-    case FC_F64:
-        return fcgp_backward_f64(a);
-    default:
-        return FC_ERR_TYPE;
-    }
-}
+FC_CPU_ENTRY(fc_fcgp_forward_cpu, fcgp_forward, 0)
+FC_CPU_ENTRY(fc_fcgp_backward_cpu, fcgp_backward, 0)

@@ -23,32 +23,5 @@
 #undef real
 #undef FC_T
 
-fc_status fc_sgp_forward_cpu(const fc_args *a)
-{
-    fc_status st = fc_cpu_check(a, 1);
-    if (st != FC_OK)
-        return st;
-    switch (a->dtype) {
-    case FC_F32:
-        return sgp_forward_f32(a);
-    case FC_F64:
-        return sgp_forward_f64(a);
-    default:
-        return FC_ERR_TYPE;
-    }
-}
-
-fc_status fc_sgp_backward_cpu(const fc_args *a)
-{
-    fc_status st = fc_cpu_check(a, 1);
-    if (st != FC_OK)
-        return st;
-    switch (a->dtype) {
-    case FC_F32:
-        return sgp_backward_f32(a);
-    case FC_F64:
-        return sgp_backward_f64(a);
-    default:
-        return FC_ERR_TYPE;
-    }
-}
+FC_CPU_ENTRY(fc_sgp_forward_cpu, sgp_forward, 1)
+FC_CPU_ENTRY(fc_sgp_backward_cpu, sgp_backward, 1)
