@@ -373,6 +373,7 @@ static PyObject *run(PyObject *module, op_call *c)
     args.N_in = c->N_in;
     args.N_out = c->N_out;
     args.normalize = c->normalize;
+    args.gate = 1;
     args.precision = (fc_precision)c->precision;
     args.x = c->arr[A_X].data;
     args.y = c->arr[A_Y].data;
@@ -545,5 +546,6 @@ PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwa
     a.N_out = N_out;
     a.precision = (fc_precision)precision;
     a.normalize = 1;
+    a.gate = 1;
     return PyLong_FromSize_t(workspace_needed(&c, &a));
 }

@@ -71,6 +71,7 @@ typedef struct fc_args {
     fc_dtype dtype;          /* of x, y, weight, out and all gradients */
     int64_t B, N_in, N_out;  /* N_out == N_in for sgp */
     int normalize;
+    int gate;                /* 1: MVGELU on x and y first (the fused layer); 0: the plain product */
     fc_precision precision;  /* fcgp, float32 only */
 
     const void *x, *y, *weight;
