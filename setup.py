@@ -12,10 +12,15 @@ Environment:
   FLASHCLIFFORD_NO_CUDA=1   CPU-only build.
   FLASHCLIFFORD_DEBUG=1     -O0 -g, and a device synchronise after each kernel launch.
   FLASHCLIFFORD_SANITIZE    e.g. "address,undefined": host sanitizers for the C code.
+  FLASHCLIFFORD_NVCC_CACHE  a directory of compiled .cu objects keyed by a hash of the source, the
+                            headers it includes and the flags: a rebuild recompiles only what changed
+                            (the GPU check script keeps it between machines).
   CUDA_HOME / CUDA_PATH     the toolkit (else the one nvcc on PATH belongs to).
 """
 
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -77,6 +82,26 @@ def gencode_flags(spec):
     return flags, " ".join(names)
 
 
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def source_key(src, cmd, salt):
+    """Hash of the command line, the compiler (salt: its --version), the source and every
+    project header it reaches by #include "..." (next to the including file, then in csrc/)."""
+    h = hashlib.sha256((" ".join(cmd[:-4]) + salt).encode())  # flags, not the file names
+    seen, todo = set(), [(ROOT / src).resolve()]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.exists():
+            continue
+        seen.add(path)
+        text = path.read_bytes()
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + text)
+        for name in INCLUDE.findall(text.decode(errors="replace")):
+            todo += [(path.parent / name).resolve(), (ROOT / "csrc" / name).resolve()]
+    return h.hexdigest()[:20]
+
+
 class BuildExt(build_ext):
     """Compiles the .cu sources with nvcc (in parallel) and links their objects in."""
 
@@ -101,11 +126,22 @@ class BuildExt(build_ext):
         ] + ext.cuda_gencode
         flags += ["-O0", "-g", "-DFLASHCLIFFORD_CUDA_SYNC"] if DEBUG else ["-O3"]
 
+        cache = os.environ.get("FLASHCLIFFORD_NVCC_CACHE")
+        salt = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout if cache else ""
+
         def one(src):
             obj = out_dir / (Path(src).stem + ".o")
             cmd = [nvcc, *flags, "-c", src, "-o", str(obj)]
+            cached = Path(cache, f"{Path(src).stem}-{source_key(src, cmd, salt)}.o") if cache else None
+            if cached is not None and cached.exists():
+                print(f"flashclifford: {src} unchanged, object from {cached}", flush=True)
+                shutil.copyfile(cached, obj)
+                return str(obj)
             print(" ".join(cmd), flush=True)
             subprocess.run(cmd, check=True, cwd=ROOT)
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(obj, cached)
             return str(obj)
 
         jobs = int(os.environ.get("FLASHCLIFFORD_NVCC_JOBS", os.cpu_count() or 1))
