@@ -51,7 +51,7 @@ def main(argv):
         times.append(e0.elapsed_time(e1) * 1e3)
     t = sorted(times)[len(times) // 2]
     gb = passes * D * B * N * x.element_size() / 1e9
-    print(f"alg {alg} {argv[1]} B={B} N={N} {what}: {t:.1f} us, {gb / t * 1e6 / 1e3:.0f} GB/s")
+    print(f"alg {alg} {argv[1]} B={B} N={N} {what}: {t:.1f} us, {gb / (t * 1e-6):.0f} GB/s")
 
 
 if __name__ == "__main__":

@@ -67,8 +67,16 @@ struct DeviceGuard {
     DeviceGuard &operator=(const DeviceGuard &) = delete;
 };
 
-/* Multiprocessor count of a device, queried once per device. */
-int sm_count(int device);
+/* What launch shapes depend on, queried once per device. */
+struct DeviceFacts {
+    int sms;
+    int smem_per_block; /* opt-in maximum of dynamic shared memory a block may use */
+    int smem_per_sm;
+    int regs_per_sm;
+    int threads_per_sm;
+};
+const DeviceFacts &device_facts(int device);
+int sm_count(int device); /* device_facts(device).sms */
 
 template <class T> struct Compute { using type = float; };
 template <> struct Compute<double> { using type = double; };

@@ -11,22 +11,36 @@
 
 namespace fc {
 
-int sm_count(int device)
+const DeviceFacts &device_facts(int device)
 {
-    static int counts[64];
+    static DeviceFacts facts[64];
     static std::once_flag once[64];
+    static const DeviceFacts fallback{1, 48 * 1024, 64 * 1024, 65536, 1024};
     if (device < 0 || device >= 64)
-        return 1;
+        return fallback;
     std::call_once(once[device], [device] {
-        int n = 0;
-        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || n <= 0) {
-            cudaGetLastError();
-            n = 1;
+        DeviceFacts f = fallback;
+        const struct {
+            cudaDeviceAttr attr;
+            int *to;
+        } want[] = {{cudaDevAttrMultiProcessorCount, &f.sms},
+                    {cudaDevAttrMaxSharedMemoryPerBlockOptin, &f.smem_per_block},
+                    {cudaDevAttrMaxSharedMemoryPerMultiprocessor, &f.smem_per_sm},
+                    {cudaDevAttrMaxRegistersPerMultiprocessor, &f.regs_per_sm},
+                    {cudaDevAttrMaxThreadsPerMultiProcessor, &f.threads_per_sm}};
+        for (const auto &w : want) {
+            int v = 0;
+            if (cudaDeviceGetAttribute(&v, w.attr, device) == cudaSuccess && v > 0)
+                *w.to = v;
+            else
+                cudaGetLastError(); /* keep the conservative fallback */
         }
-        counts[device] = n;
+        facts[device] = f;
     });
-    return counts[device];
+    return facts[device];
 }
+
+int sm_count(int device) { return device_facts(device).sms; }
 
 } // namespace fc
 

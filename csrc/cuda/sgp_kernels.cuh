@@ -17,6 +17,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 
 #include "algebra_traits.cuh"
@@ -31,10 +33,11 @@ constexpr int kMaxRowThreads = 1024;
 /* Features per thread: 16-byte loads for fp32 (8 for bf16/fp16 at D <= 4) in forward;
  * backward holds x, y, grad_out, their gradients and the weight partial, so fewer. */
 template <int D, class T> constexpr int fwd_features() { return sizeof(T) == 8 ? 2 : (D <= 8 ? 4 : 2); }
-template <int D, class T> constexpr int bwd_features()
-{
-    return D <= 4 ? (sizeof(T) == 8 ? 2 : 4) : (D <= 8 && sizeof(T) < 8 ? 2 : 1);
-}
+template <int D, class T> constexpr int bwd_features() { return D <= 4 && sizeof(T) < 8 ? 2 : 1; }
+/* Backward threads a block may have: 512 caps registers at 128 (spill-free for 4- and 2-byte
+ * data up to D = 8), so rows of 512 features stay resident with 16 warps a multiprocessor;
+ * 16 components need 168 (384 threads). */
+template <int D, class T> constexpr int bwd_block_bound() { return sizeof(T) == 8 ? 256 : (D <= 8 ? 512 : 384); }
 
 template <class T, int F> struct alignas(sizeof(T) * F) Vec {
     T v[F];
@@ -73,6 +76,60 @@ __device__ __forceinline__ void store_chunk(T *__restrict__ p, int64_t n0, int64
     }
 }
 
+/* Asynchronous global -> shared copies (cp.async, sm_80+): the next rows of x and y stream
+ * into shared memory while this row is computed, without holding registers. Each thread
+ * copies and later reads only its own slots, so a wait_group (no barrier) orders them. */
+template <int BYTES> __device__ __forceinline__ void cp_async(void *dst, const void *src)
+{
+    static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    if constexpr (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(BYTES) : "memory");
+#else
+    struct alignas(BYTES) Raw {
+        unsigned char b[BYTES];
+    };
+    *static_cast<Raw *>(dst) = *static_cast<const Raw *>(src);
+#endif
+}
+__device__ __forceinline__ void cp_async_commit()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+/* The terms in path order: the backward loads each weight once and finishes each path's
+ * weight-gradient sum before the next path starts (two live registers instead of 2P). */
+template <int ALG> struct PathOrder {
+    using A = AlgebraTraits<ALG>;
+    struct Order {
+        int term[FC_MAX_T];
+    };
+    __host__ __device__ static constexpr Order make()
+    {
+        Order o{};
+        int n = 0;
+        for (int p = 0; p < A::P; ++p)
+            for (int t = 0; t < A::T; ++t)
+                if (A::table.term[t].path == p)
+                    o.term[n++] = t;
+        return o;
+    }
+    static constexpr Order order = make();
+    __host__ __device__ static constexpr bool first(int u) { return u == 0 || A::table.term[order.term[u - 1]].path != A::table.term[order.term[u]].path; }
+    __host__ __device__ static constexpr bool last(int u) { return u + 1 == A::T || A::table.term[order.term[u + 1]].path != A::table.term[order.term[u]].path; }
+};
+
 /* The per-chunk state: raw x and y (the gate derivative needs x), their gates, o. Every
  * register array is indexed through static_for, never by a run-time value. */
 template <int ALG, class T, int F> struct Chunk {
@@ -81,47 +138,60 @@ template <int ALG, class T, int F> struct Chunk {
     static constexpr int D = A::D, G = A::G, P = A::P;
     C x[D][F], y[D][F], gx[F], gy[F], o[D][F];
 
+    /* gate = 0: the plain product (Phi taken as 1) */
+    __device__ __forceinline__ void gates(int gate)
+    {
+#pragma unroll
+        for (int f = 0; f < F; ++f) {
+            gx[f] = gate ? gelu_gate(x[0][f]) : C(1);
+            gy[f] = gate ? gelu_gate(y[0][f]) : C(1);
+        }
+    }
+
     __device__ __forceinline__ void load_inputs(const T *x_, const T *y_, int64_t BN, int64_t row, int64_t n0,
-                                                int64_t N, bool vec)
+                                                int64_t N, bool vec, int gate)
     {
 #pragma unroll
         for (int i = 0; i < D; ++i) {
             load_chunk<T, F>(x_ + i * BN + row, n0, N, vec, x[i]);
             load_chunk<T, F>(y_ + i * BN + row, n0, N, vec, y[i]);
         }
-#pragma unroll
-        for (int f = 0; f < F; ++f) {
-            gx[f] = gelu_gate(x[0][f]);
-            gy[f] = gelu_gate(y[0][f]);
-        }
+        gates(gate);
     }
 
-    /* The P weights of feature n = n0 + f (clamped: features past N compute on zeros,
-     * unstored). ws: the block's staged copy, [p][f * blockDim.x + thread] (stage_weights),
-     * or null to read the (N, P) rows from global memory (two-pass rows). */
-    __device__ __forceinline__ static void load_weights(const T *__restrict__ w, const C *ws, int f, int64_t n,
-                                                        int64_t N, C (&wr)[P])
+    /* From this thread's slots of a prefetched stage, laid out [2D][threads][F]. */
+    __device__ __forceinline__ void load_staged(const T *st, int tid, int nthreads, int gate)
     {
-        if (ws) {
-            const int ns = F * blockDim.x;
 #pragma unroll
-            for (int p = 0; p < P; ++p)
-                wr[p] = ws[p * ns + f * blockDim.x + threadIdx.x];
-            return;
+        for (int i = 0; i < 2 * D; ++i) {
+            const Vec<T, F> v = *reinterpret_cast<const Vec<T, F> *>(st + ((int64_t)i * nthreads + tid) * F);
+#pragma unroll
+            for (int f = 0; f < F; ++f)
+                (i < D ? x[i][f] : y[i - D][f]) = load<T>(v.v[f]);
         }
-        const T *row = w + (n < N ? n : N - 1) * P;
-#pragma unroll
-        for (int p = 0; p < P; ++p)
-            wr[p] = load<T>(row[p]);
+        gates(gate);
+    }
+
+    /* Weight p of feature n = n0 + f (clamped: features past N compute on zeros, unstored).
+     * ws: the block's staged copy, [p][f * blockDim.x + thread] (stage_weights), or null to
+     * read the (N, P) rows from global memory. */
+    __device__ __forceinline__ static C weight(const T *__restrict__ w, const T *ws, int p, int f, int64_t n,
+                                               int64_t N)
+    {
+        if (ws)
+            return load<T>(ws[p * (F * (int)blockDim.x) + f * (int)blockDim.x + threadIdx.x]);
+        return load<T>(w[(n < N ? n : N - 1) * P + p]);
     }
 
     /* o_j = Phi(x0) Phi(y0) sum over terms sign * w[n, path] * x_i * y_k */
-    __device__ __forceinline__ void product(const T *__restrict__ w, const C *ws, int64_t n0, int64_t N)
+    __device__ __forceinline__ void product(const T *__restrict__ w, const T *ws, int64_t n0, int64_t N)
     {
 #pragma unroll
         for (int f = 0; f < F; ++f) {
             C wr[P];
-            load_weights(w, ws, f, n0 + f, N, wr);
+#pragma unroll
+            for (int p = 0; p < P; ++p)
+                wr[p] = weight(w, ws, p, f, n0 + f, N);
 #pragma unroll
             for (int j = 0; j < D; ++j)
                 o[j][f] = 0;
@@ -168,11 +238,11 @@ template <int ALG, class T, int F> struct Chunk {
 };
 
 /* Copy the (N, P) weights into shared memory as [p][f * blockDim.x + t] for feature
- * n = t * F + f: the warp then reads consecutive words (no bank conflicts), where reading
+ * n = t * F + f: the warp then reads consecutive elements (no bank conflicts), where reading
  * the rows from global memory touched 32 cache lines per load instruction. Features past N
  * get zeros. Reads are coalesced; done once per block, which then loops over many rows. */
-template <int P, int F, class T, class C>
-__device__ __forceinline__ void stage_weights(const T *__restrict__ w, C *ws, int64_t N)
+template <int P, int F, class T>
+__device__ __forceinline__ void stage_weights(const T *__restrict__ w, T *ws, int64_t N)
 {
     const int tx = blockDim.x, nthreads = blockDim.x * blockDim.y;
     const int tid = threadIdx.y * blockDim.x + threadIdx.x;
@@ -180,40 +250,76 @@ __device__ __forceinline__ void stage_weights(const T *__restrict__ w, C *ws, in
     for (int64_t i = tid; i < N * P; i += nthreads) {
         const int64_t n = i / P;
         const int p = (int)(i % P);
-        ws[p * ns + (int)(n % F) * tx + (int)(n / F)] = load<T>(w[i]);
+        ws[p * ns + (int)(n % F) * tx + (int)(n / F)] = w[i];
     }
     for (int i = tid; i < (ns - (int)N) * P; i += nthreads) {
         const int n = (int)N + i / P, p = i % P;
-        ws[p * ns + (n % F) * tx + n / F] = C(0);
+        ws[p * ns + (n % F) * tx + n / F] = store<T>(0.0f);
     }
     __syncthreads();
 }
 
+/* Queue this thread's chunks of row b of x and y into a stage ([2D][threads][F]); always
+ * commits a group (empty past the last row) so every thread counts groups alike. */
+template <int D, int F, class T>
+__device__ __forceinline__ void prefetch_row(T *st, const T *__restrict__ x, const T *__restrict__ y, int64_t BN,
+                                             int64_t b, int64_t B, int64_t N, int tid, int nthreads)
+{
+    const int64_t n0 = (int64_t)threadIdx.x * F;
+    if (b < B && n0 < N) {
+        const int64_t off = b * N + n0;
+#pragma unroll
+        for (int i = 0; i < D; ++i) {
+            cp_async<F * sizeof(T)>(st + ((int64_t)i * nthreads + tid) * F, x + i * BN + off);
+            cp_async<F * sizeof(T)>(st + ((int64_t)(D + i) * nthreads + tid) * F, y + i * BN + off);
+        }
+    }
+    cp_async_commit();
+}
+
+/* Shared memory of a block, in bytes from the start: the norm reduction scratch, then (each
+ * 16-byte aligned) the staged weights and the x/y stages (forward) or the weight-gradient
+ * accumulators (backward). Offsets of 0 mean absent. */
+struct Layout {
+    size_t ws_off, aux_off, total;
+};
+
 template <int ALG, class T, int F, bool RESIDENT>
 __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict__ y, const T *__restrict__ w,
                                    T *__restrict__ out, typename Compute<T>::type *__restrict__ norms, int64_t B,
-                                   int64_t N, int normalize, int vec, int staged)
+                                   int64_t N, int normalize, int gate, int vec, Layout lay)
 {
     using A = AlgebraTraits<ALG>;
     using C = typename Compute<T>::type;
     constexpr int D = A::D, G = A::G;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     C *red = reinterpret_cast<C *>(smem_raw) + threadIdx.y * (blockDim.x / 32) * G;
-    C *ws = nullptr;
-    if (RESIDENT && staged) {
-        ws = reinterpret_cast<C *>(smem_raw) + blockDim.y * (blockDim.x / 32) * G;
-        stage_weights<A::P, F>(w, ws, N);
-    }
+    const T *ws = RESIDENT && lay.ws_off ? reinterpret_cast<T *>(smem_raw + lay.ws_off) : nullptr;
+    T *stages = RESIDENT && lay.aux_off ? reinterpret_cast<T *>(smem_raw + lay.aux_off) : nullptr;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
+    const int64_t stage_elems = (int64_t)2 * D * nthreads * F;
     const int64_t BN = B * N;
+    const int64_t row_step = (int64_t)gridDim.x * blockDim.y;
     const int64_t chunk_stride = (int64_t)blockDim.x * F;
     const int64_t chunks = RESIDENT ? 1 : (N + chunk_stride - 1) / chunk_stride;
 
+    /* the first rows' loads go out before the weights are staged, so the two overlap */
+    if (stages)
+        prefetch_row<D, F>(stages, x, y, BN, (int64_t)blockIdx.x * blockDim.y + threadIdx.y, B, N, tid, nthreads);
+    if (ws)
+        stage_weights<A::P, F>(w, const_cast<T *>(ws), N);
+
     Chunk<ALG, T, F> c;
-    for (int64_t base = (int64_t)blockIdx.x * blockDim.y; base < B; base += (int64_t)gridDim.x * blockDim.y) {
+    int it = 0;
+    for (int64_t base = (int64_t)blockIdx.x * blockDim.y; base < B; base += row_step, ++it) {
         const int64_t b = base + threadIdx.y;
         const bool valid = b < B;
         const int64_t row = b * N;
+        if (stages) { /* queue the next rows, then wait for this one's (all but the newest group) */
+            prefetch_row<D, F>(stages + ((it + 1) & 1) * stage_elems, x, y, BN, b + row_step, B, N, tid, nthreads);
+            cp_async_wait<1>();
+        }
         C inv[G], acc[G];
 #pragma unroll
         for (int g = 0; g < G; ++g)
@@ -222,7 +328,10 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
         for (int64_t ch = 0; ch < chunks; ++ch) {
             const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
             if (valid && n0 < N) {
-                c.load_inputs(x, y, BN, row, n0, N, vec);
+                if (stages)
+                    c.load_staged(stages + (it & 1) * stage_elems, tid, nthreads, gate);
+                else
+                    c.load_inputs(x, y, BN, row, n0, N, vec, gate);
                 c.product(w, ws, n0, N);
                 if (normalize)
                     c.add_norm_parts(acc);
@@ -247,7 +356,7 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
             const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
             if (valid && n0 < N) {
                 if (!RESIDENT) {
-                    c.load_inputs(x, y, BN, row, n0, N, vec);
+                    c.load_inputs(x, y, BN, row, n0, N, vec, gate);
                     c.product(w, ws, n0, N);
                 }
                 static_for<D>([&](auto i) {
@@ -262,42 +371,51 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
             }
         }
     }
+    if (stages)
+        cp_async_wait<0>(); /* nothing may be in flight into shared memory at exit */
 }
 
+/* Backward. The weight gradient of this block's rows is accumulated per feature in shared
+ * memory (lay.aux_off; one [P][L] slice per row group, L = the row's padded length, column
+ * ch * tx * F + f * tx + thread: each thread updates only its own words, no atomics and no
+ * bank conflicts), then written to the block's partial slot (N, P) in fixed order. When that
+ * does not fit (very long rows; then one row group per block) the slot in global memory
+ * is the accumulator, updated by its single owner thread. */
 template <int ALG, class T, int F, bool RESIDENT>
-__global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restrict__ x, const T *__restrict__ y,
+__global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) sgp_backward_kernel(const T *__restrict__ gout, const T *__restrict__ x, const T *__restrict__ y,
                                     const T *__restrict__ w, const typename Compute<T>::type *__restrict__ norms,
                                     T *__restrict__ grad_x, T *__restrict__ grad_y,
                                     typename Compute<T>::type *__restrict__ partial, int64_t B, int64_t N,
-                                    int normalize, int vec, int staged)
+                                    int normalize, int gate, int vec, Layout lay)
 {
     using A = AlgebraTraits<ALG>;
     using C = typename Compute<T>::type;
+    using Order = PathOrder<ALG>;
     constexpr int D = A::D, G = A::G, P = A::P;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int warps = blockDim.x >> 5;
     C *red = reinterpret_cast<C *>(smem_raw) + threadIdx.y * warps * 2 * G;
-    C *combine = reinterpret_cast<C *>(smem_raw) + blockDim.y * warps * 2 * G; /* (N, P) when blockDim.y > 1 */
-    C *ws = nullptr;
-    if (RESIDENT && staged) {
-        ws = combine + (blockDim.y > 1 ? N * P : 0);
-        stage_weights<P, F>(w, ws, N);
-    }
+    const int tx = blockDim.x, tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t BN = B * N;
-    const int64_t chunk_stride = (int64_t)blockDim.x * F;
+    const int64_t chunk_stride = (int64_t)tx * F;
     const int64_t chunks = RESIDENT ? 1 : (N + chunk_stride - 1) / chunk_stride;
+    const int64_t L = chunks * chunk_stride;
     C *slot = partial + (int64_t)blockIdx.x * N * P; /* this block's weight-gradient partial */
-
-    C gw[RESIDENT ? F : 1][P]; /* resident rows: this thread's features, summed over the rows it visits */
-#pragma unroll
-    for (int f = 0; f < (RESIDENT ? F : 1); ++f)
-#pragma unroll
-        for (int p = 0; p < P; ++p)
-            gw[f][p] = 0;
-    if (!RESIDENT) { /* the two-pass path adds into its slot directly (one row group per block) */
-        for (int64_t n = threadIdx.x; n < N * P; n += blockDim.x)
-            slot[n] = 0;
+    C *gacc = lay.aux_off ? reinterpret_cast<C *>(smem_raw + lay.aux_off) : nullptr;
+    if (gacc) {
+        for (int64_t i = tid; i < (int64_t)blockDim.y * P * L; i += nthreads)
+            gacc[i] = 0;
+        gacc += (int64_t)threadIdx.y * P * L;
+    } else {
+        for (int64_t i = tid; i < N * P; i += nthreads)
+            slot[i] = 0;
+    }
+    const T *ws = nullptr;
+    if (RESIDENT && lay.ws_off) {
+        ws = reinterpret_cast<T *>(smem_raw + lay.ws_off);
+        stage_weights<P, F>(w, const_cast<T *>(ws), N); /* ends with the barrier the zeroing needs */
+    } else {
         __syncthreads();
     }
 
@@ -316,7 +434,7 @@ __global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restr
             for (int64_t ch = 0; ch < chunks; ++ch) {
                 const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
                 if (valid && n0 < N) {
-                    c.load_inputs(x, y, BN, row, n0, N, vec);
+                    c.load_inputs(x, y, BN, row, n0, N, vec, gate);
                     c.product(w, ws, n0, N);
                     static_for<D>([&](auto i) {
                         constexpr int a = decltype(i)::value;
@@ -351,13 +469,14 @@ __global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restr
             const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
             if (!(valid && n0 < N))
                 continue;
-            if (!RESIDENT || !normalize) {
-                c.load_inputs(x, y, BN, row, n0, N, vec);
+            /* read again (mostly from L2, the row was just read): holding x, y, o and
+             * grad_out across the reduction would double the registers a thread needs */
+            c.load_inputs(x, y, BN, row, n0, N, vec, gate);
+            if (normalize)
                 c.product(w, ws, n0, N);
 #pragma unroll
-                for (int a = 0; a < D; ++a)
-                    load_chunk<T, F>(gout + a * BN + row, n0, N, vec, go[a]);
-            }
+            for (int a = 0; a < D; ++a)
+                load_chunk<T, F>(gout + a * BN + row, n0, N, vec, go[a]);
             if (normalize) {
                 C t[G][F];
                 c.grade_squares(t);
@@ -374,31 +493,33 @@ __global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restr
             C gxv[D][F], gyv[D][F];
 #pragma unroll
             for (int f = 0; f < F; ++f) {
-                C wr[P], gw_f[P];
-                c.load_weights(w, ws, f, n0 + f, N, wr);
-#pragma unroll
-                for (int p = 0; p < P; ++p)
-                    gw_f[p] = 0;
+                const int64_t n = n0 + f;
+                /* xg_i = x_i Phi(x0), yg_k = y_k Phi(y0): the gates scale every term */
+                const C gg = n < N ? c.gx[f] * c.gy[f] : C(0);
+                const int64_t col = ch * chunk_stride + f * tx + threadIdx.x;
 #pragma unroll
                 for (int a = 0; a < D; ++a)
                     gxv[a][f] = gyv[a][f] = 0;
-                static_for<A::T>([&](auto tt) {
-                    constexpr fc_term e = A::table.term[decltype(tt)::value];
+                C wp = 0, gp = 0;
+                static_for<A::T>([&](auto u) {
+                    constexpr int U = decltype(u)::value;
+                    constexpr fc_term e = A::table.term[Order::order.term[U]];
+                    if constexpr (Order::first(U)) {
+                        wp = c.weight(w, ws, e.path, f, n, N);
+                        gp = 0;
+                    }
                     const C xi = c.x[e.i][f], yk = c.y[e.k][f], gj = go[e.j][f];
-                    const C sw = C(e.sign) * wr[e.path];
-                    gxv[e.i][f] += sw * gj * yk;
-                    gyv[e.k][f] += sw * xi * gj;
-                    gw_f[e.path] += C(e.sign) * xi * yk * gj;
+                    const C sw = C(e.sign) * wp, gy_ = gj * yk;
+                    gxv[e.i][f] += sw * gy_;
+                    gyv[e.k][f] += sw * (xi * gj);
+                    gp += C(e.sign) * xi * gy_;
+                    if constexpr (Order::last(U)) {
+                        if (gacc)
+                            gacc[e.path * L + col] += gp * gg;
+                        else if (n < N)
+                            slot[n * P + e.path] += gp * gg;
+                    }
                 });
-                /* xg_i = x_i Phi(x0), yg_k = y_k Phi(y0): the gates scale every term */
-                const C gg = n0 + f < N ? c.gx[f] * c.gy[f] : C(0);
-#pragma unroll
-                for (int p = 0; p < P; ++p) {
-                    if constexpr (RESIDENT)
-                        gw[f][p] += gw_f[p] * gg;
-                    else if (n0 + f < N)
-                        slot[(n0 + f) * P + p] += gw_f[p] * gg;
-                }
                 /* gxg = gxv Phi(y0); MVGELU backward: gx_i = gxg_i Phi(x0), + phi(x0) sum_k gxg_k x_k at i = 0 */
                 C sx = 0, sy = 0;
 #pragma unroll
@@ -413,8 +534,10 @@ __global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restr
                     gxv[a][f] *= c.gx[f];
                     gyv[a][f] *= c.gy[f];
                 }
-                gxv[0][f] += sx * gelu_gate_grad(c.x[0][f]);
-                gyv[0][f] += sy * gelu_gate_grad(c.y[0][f]);
+                if (gate) {
+                    gxv[0][f] += sx * gelu_gate_grad(c.x[0][f]);
+                    gyv[0][f] += sy * gelu_gate_grad(c.y[0][f]);
+                }
             }
 #pragma unroll
             for (int a = 0; a < D; ++a) {
@@ -425,28 +548,19 @@ __global__ void sgp_backward_kernel(const T *__restrict__ gout, const T *__restr
             }
         }
     }
-    if constexpr (RESIDENT) {
-        /* combine the row groups of the block in order, then write the block's slot */
-        const int64_t n0 = (int64_t)threadIdx.x * F;
-        for (int ry = 0; ry < (int)blockDim.y; ++ry) {
-            if (threadIdx.y == ry) {
-#pragma unroll
-                for (int f = 0; f < F; ++f) {
-                    if (n0 + f >= N)
-                        break;
-#pragma unroll
-                    for (int p = 0; p < P; ++p) {
-                        const int64_t k = (n0 + f) * P + p;
-                        const C v = ry == 0 ? gw[f][p] : combine[k] + gw[f][p];
-                        if (ry + 1 == (int)blockDim.y)
-                            slot[k] = v;
-                        else
-                            combine[k] = v;
-                    }
-                }
-            }
-            if (blockDim.y > 1)
-                __syncthreads();
+    if (lay.aux_off) {
+        /* the row groups' accumulators, added in order, into the block's (N, P) slot */
+        __syncthreads();
+        const C *g0 = reinterpret_cast<const C *>(smem_raw + lay.aux_off);
+        for (int64_t k = tid; k < N * P; k += nthreads) {
+            const int64_t n = k / P;
+            const int p = (int)(k % P);
+            const int64_t rem = n % chunk_stride;
+            const int64_t col = n - rem + (rem % F) * tx + rem / F;
+            C v = 0;
+            for (int ry = 0; ry < (int)blockDim.y; ++ry)
+                v += g0[((int64_t)ry * P + p) * L + col];
+            slot[k] = v;
         }
     }
 }
@@ -468,87 +582,132 @@ __global__ void sum_partials_kernel(const typename Compute<T>::type *__restrict_
 /* Launch shape of one call, the same for the workspace query and the launch. */
 struct Config {
     int F;
-    int tx, ty;       /* block (threads per row, rows per block) */
+    int tx, ty;   /* block (threads per row, rows per block) */
     bool resident;
-    bool staged;      /* weights copied to shared memory */
+    Layout lay;
     int64_t grid;
-    size_t smem;
+    int device;
 };
 
-constexpr size_t kStageBytes = 96 * 1024; /* at most: two blocks per SM still fit */
-
-/* Per kernel, once: the most threads a block of it can have (its register use decides). */
-template <auto Kernel> int max_threads()
+/* Per kernel, once: its attributes (register use decides the threads a block may have). */
+template <auto Kernel> const cudaFuncAttributes &attributes()
 {
-    static const int value = [] {
-        cudaFuncAttributes at;
+    static const cudaFuncAttributes value = [] {
+        cudaFuncAttributes at{};
         if (cudaFuncGetAttributes(&at, Kernel) != cudaSuccess) {
             cudaGetLastError();
-            return 128;
+            at.maxThreadsPerBlock = 128;
+            at.numRegs = 255;
         }
-        return at.maxThreadsPerBlock / 32 * 32;
+        return at;
     }();
     return value;
 }
 
-template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device);
-
-/* Threads a row may use: the fewer that the resident and the two-pass kernel allow. */
-template <int ALG, class T, bool BWD> int row_threads()
+/* Blocks of `threads` threads and `smem` bytes one multiprocessor holds at once (the
+ * occupancy calculation: registers in 256-register warp units, 1 KB reserved per block). */
+template <auto Kernel> int64_t blocks_per_sm(int threads, size_t smem, int device)
 {
-    using A = AlgebraTraits<ALG>;
-    if constexpr (BWD) {
-        constexpr int F = bwd_features<A::D, T>();
-        return std::min(max_threads<sgp_backward_kernel<ALG, T, F, true>>(),
-                        max_threads<sgp_backward_kernel<ALG, T, F, false>>());
-    } else {
-        constexpr int F = fwd_features<A::D, T>();
-        return std::min(max_threads<sgp_forward_kernel<ALG, T, F, true>>(),
-                        max_threads<sgp_forward_kernel<ALG, T, F, false>>());
-    }
+    const DeviceFacts &d = device_facts(device);
+    const int warps = (threads + 31) / 32;
+    const int warp_regs = (attributes<Kernel>().numRegs * 32 + 255) / 256 * 256;
+    const int64_t by_regs = d.regs_per_sm / std::max(1, warps * warp_regs);
+    const int64_t by_smem = (int64_t)d.smem_per_sm / (int64_t)(smem + 1024);
+    const int64_t by_threads = d.threads_per_sm / threads;
+    return std::max<int64_t>(1, std::min<int64_t>({by_regs, by_smem, by_threads, 32}));
 }
 
-template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device)
+/* The x/y prefetch stages can be switched off (FLASHCLIFFORD_SGP_PIPE=0) to compare. */
+inline bool pipe_enabled()
+{
+    static const bool on = [] {
+        const char *e = std::getenv("FLASHCLIFFORD_SGP_PIPE");
+        return !(e && e[0] == '0');
+    }();
+    return on;
+}
+
+inline size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+template <int ALG, class T, bool BWD, bool RESIDENT> constexpr auto kernel()
+{
+    using A = AlgebraTraits<ALG>;
+    if constexpr (BWD)
+        return sgp_backward_kernel<ALG, T, bwd_features<A::D, T>(), RESIDENT>;
+    else
+        return sgp_forward_kernel<ALG, T, fwd_features<A::D, T>(), RESIDENT>;
+}
+
+template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device, bool vec)
 {
     using A = AlgebraTraits<ALG>;
     using C = typename Compute<T>::type;
+    constexpr int P = A::P, D = A::D;
+    const DeviceFacts &dev = device_facts(device);
+    const size_t limit = (size_t)dev.smem_per_block;
     Config c{};
-    c.F = BWD ? bwd_features<A::D, T>() : fwd_features<A::D, T>();
+    c.device = device;
+    c.F = BWD ? bwd_features<D, T>() : fwd_features<D, T>();
     const int64_t need = (N + c.F - 1) / c.F; /* threads for a resident row */
-    const int most = std::min(kMaxRowThreads, row_threads<ALG, T, BWD>());
+    /* threads a row may use: registers (the fewer of the two kernels) and, in backward, the
+     * shared weight-gradient accumulators (F * P values a thread) */
+    int most = std::min({kMaxRowThreads, attributes<kernel<ALG, T, BWD, true>()>().maxThreadsPerBlock,
+                         attributes<kernel<ALG, T, BWD, false>()>().maxThreadsPerBlock});
+    if (BWD)
+        most = (int)std::min<int64_t>(most, (int64_t)(limit / 2) / (int64_t)(c.F * P * sizeof(C)));
+    most = std::max(32, most / 32 * 32);
     c.resident = need <= most;
-    int64_t tx = c.resident ? ((std::max<int64_t>(need, 1) + 31) / 32) * 32 : most;
-    c.tx = (int)tx;
+    c.tx = (int)(c.resident ? ((std::max<int64_t>(need, 1) + 31) / 32) * 32 : most);
     c.ty = c.tx >= kBlockThreads ? 1 : kBlockThreads / c.tx;
-    const int64_t groups = (B + c.ty - 1) / c.ty;
-    const int sms = sm_count(device);
-    /* forward: enough blocks to fill the GPU, rows looped beyond that; backward: two per
-     * multiprocessor, which bounds the weight-gradient partials (S = grid) independently of B */
+    const int threads = c.tx * c.ty;
     const int warps = c.tx / 32;
-    c.smem = (size_t)c.ty * warps * (BWD ? 2 : 1) * A::G * sizeof(C);
-    if (BWD && c.ty > 1)
-        c.smem += (size_t)N * A::P * sizeof(C);
-    const size_t stage = (size_t)c.F * c.tx * A::P * sizeof(C);
-    c.staged = c.resident && stage <= kStageBytes;
-    if (c.staged)
-        c.smem += stage;
-    /* blocks loop over rows: few enough that staging the weights is paid once per many rows
-     * (and, in backward, that the S = grid weight-gradient partials stay small) */
-    const int64_t per_sm = BWD ? 2 : std::max(1, std::min(4, 2048 / (c.tx * c.ty)));
-    c.grid = std::max<int64_t>(1, std::min(groups, per_sm * (int64_t)sms));
+    size_t used = align16((size_t)c.ty * warps * (BWD ? 2 : 1) * A::G * sizeof(C));
+    if (BWD) {
+        const int64_t L = (c.resident ? 1 : (N + (int64_t)c.tx * c.F - 1) / ((int64_t)c.tx * c.F)) * c.tx * c.F;
+        const size_t acc = (size_t)c.ty * P * L * sizeof(C);
+        if (used + acc <= limit) {
+            c.lay.aux_off = used;
+            used = align16(used + acc);
+        }
+        /* without shared accumulators the row groups of a block would share its slot */
+        if (!c.lay.aux_off && c.ty > 1) {
+            c.ty = 1;
+            used = align16((size_t)warps * 2 * A::G * sizeof(C));
+        }
+    }
+    const size_t stage = (size_t)c.F * c.tx * P * sizeof(T);
+    if (c.resident && used + stage <= limit) {
+        c.lay.ws_off = used;
+        used = align16(used + stage);
+    }
+    if (!BWD && c.resident && vec && pipe_enabled()) {
+        const size_t pipe = (size_t)2 * 2 * D * threads * c.F * sizeof(T);
+        if (used + pipe <= limit) {
+            c.lay.aux_off = used;
+            used = align16(used + pipe);
+        }
+    }
+    c.lay.total = used;
+    const int64_t groups = (B + c.ty - 1) / c.ty;
+    const int64_t per_sm = c.resident ? blocks_per_sm<kernel<ALG, T, BWD, true>()>(c.tx * c.ty, used, device)
+                                      : blocks_per_sm<kernel<ALG, T, BWD, false>()>(c.tx * c.ty, used, device);
+    /* one wave of blocks that loop over the rows: staging is paid once per block, and in
+     * backward the partials (S = grid) do not grow with B */
+    c.grid = std::max<int64_t>(1, std::min(groups, per_sm * (int64_t)dev.sms));
     return c;
 }
 
 inline bool aligned(const void *p, size_t bytes) { return p == nullptr || ((uintptr_t)p % bytes) == 0; }
 
-/* cudaFuncSetAttribute once per kernel (needed above 48 KB of shared memory). */
-template <auto Kernel> fc_status allow_smem(size_t smem)
+/* cudaFuncSetAttribute once per kernel: the opt-in maximum of dynamic shared memory. */
+template <auto Kernel> fc_status allow_smem(size_t smem, int device)
 {
     static std::once_flag once;
     static cudaError_t err = cudaSuccess;
     if (smem > 48 * 1024) {
-        std::call_once(once, [] {
-            err = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
+        std::call_once(once, [device] {
+            err = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       device_facts(device).smem_per_block);
         });
         if (err != cudaSuccess)
             return cuda_fail(err, __FILE__, __LINE__, "cudaFuncSetAttribute");
@@ -556,32 +715,42 @@ template <auto Kernel> fc_status allow_smem(size_t smem)
     return FC_OK;
 }
 
+/* Launch the resident or the two-pass instance of a kernel with the config's shape. */
+template <int ALG, class T, bool BWD, class... Args>
+fc_status launch(const Config &cfg, cudaStream_t stream, Args... args)
+{
+    const dim3 block(cfg.tx, cfg.ty);
+    auto go = [&](auto k) -> fc_status {
+        constexpr auto kfn = decltype(k)::value;
+        if (fc_status st = allow_smem<kfn>(cfg.lay.total, cfg.device))
+            return st;
+        kfn<<<(unsigned)cfg.grid, block, cfg.lay.total, stream>>>(args..., cfg.lay);
+        FC_LAUNCH_CHECK(stream);
+        return FC_OK;
+    };
+    if (cfg.resident)
+        return go(std::integral_constant<decltype(kernel<ALG, T, BWD, true>()), kernel<ALG, T, BWD, true>()>{});
+    return go(std::integral_constant<decltype(kernel<ALG, T, BWD, false>()), kernel<ALG, T, BWD, false>()>{});
+}
+
+template <class T, int F> bool vec_ok(int64_t N, std::initializer_list<const void *> ptrs)
+{
+    if (N % F)
+        return false;
+    for (const void *p : ptrs)
+        if (!aligned(p, sizeof(T) * F))
+            return false;
+    return true;
+}
+
 template <int ALG, class T> fc_status forward(const fc_args *a, cudaStream_t stream)
 {
     using C = typename Compute<T>::type;
-    const Config cfg = make_config<ALG, T, false>(a->B, a->N_in, a->device);
-    const size_t vb = sizeof(T) * cfg.F;
-    const bool vec = a->N_in % cfg.F == 0 && aligned(a->x, vb) && aligned(a->y, vb) && aligned(a->out, vb);
-    const dim3 block(cfg.tx, cfg.ty);
-    const T *x = (const T *)a->x, *y = (const T *)a->y, *w = (const T *)a->weight;
-    T *out = (T *)a->out;
-    C *norms = (C *)a->norms;
     constexpr int F = fwd_features<AlgebraTraits<ALG>::D, T>();
-    if (cfg.resident) {
-        constexpr auto k = sgp_forward_kernel<ALG, T, F, true>;
-        if (fc_status st = allow_smem<k>(cfg.smem))
-            return st;
-        k<<<(unsigned)cfg.grid, block, cfg.smem, stream>>>(x, y, w, out, norms, a->B, a->N_in, a->normalize, vec,
-                                                            cfg.staged);
-    } else {
-        constexpr auto k = sgp_forward_kernel<ALG, T, F, false>;
-        if (fc_status st = allow_smem<k>(cfg.smem))
-            return st;
-        k<<<(unsigned)cfg.grid, block, cfg.smem, stream>>>(x, y, w, out, norms, a->B, a->N_in, a->normalize, vec,
-                                                            cfg.staged);
-    }
-    FC_LAUNCH_CHECK(stream);
-    return FC_OK;
+    const bool vec = vec_ok<T, F>(a->N_in, {a->x, a->y, a->out});
+    const Config cfg = make_config<ALG, T, false>(a->B, a->N_in, a->device, vec);
+    return launch<ALG, T, false>(cfg, stream, (const T *)a->x, (const T *)a->y, (const T *)a->weight, (T *)a->out,
+                                 (C *)a->norms, (int64_t)a->B, (int64_t)a->N_in, a->normalize, a->gate, (int)vec);
 }
 
 template <int ALG, class T> size_t partial_bytes(const fc_args *a)
@@ -589,7 +758,7 @@ template <int ALG, class T> size_t partial_bytes(const fc_args *a)
     using C = typename Compute<T>::type;
     if (a->B == 0 || a->N_in == 0)
         return 0;
-    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device);
+    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, false);
     return (size_t)cfg.grid * (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(C);
 }
 
@@ -597,6 +766,7 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
 {
     using C = typename Compute<T>::type;
     constexpr int P = AlgebraTraits<ALG>::P;
+    constexpr int F = bwd_features<AlgebraTraits<ALG>::D, T>();
     if (a->B == 0) {
         if (a->grad_weight)
             FC_CUDA_CHECK(cudaMemsetAsync(a->grad_weight, 0, (size_t)a->N_in * P * sizeof(T), stream));
@@ -609,30 +779,14 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
         fc_set_error("workspace: expected at least %zu bytes, got %zu", need, a->workspace_bytes);
         return FC_ERR_VALUE;
     }
-    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device);
-    const size_t vb = sizeof(T) * cfg.F;
-    const bool vec = a->N_in % cfg.F == 0 && aligned(a->x, vb) && aligned(a->y, vb) && aligned(a->grad_out, vb) &&
-                     aligned(a->grad_x, vb) && aligned(a->grad_y, vb);
-    const dim3 block(cfg.tx, cfg.ty);
-    const T *g = (const T *)a->grad_out, *x = (const T *)a->x, *y = (const T *)a->y, *w = (const T *)a->weight;
-    T *gx = (T *)a->grad_x, *gy = (T *)a->grad_y;
-    const C *norms = (const C *)a->norms;
+    const bool vec = vec_ok<T, F>(a->N_in, {a->x, a->y, a->grad_out, a->grad_x, a->grad_y});
+    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, vec);
     C *partial = (C *)a->workspace;
-    constexpr int F = bwd_features<AlgebraTraits<ALG>::D, T>();
-    if (cfg.resident) {
-        constexpr auto k = sgp_backward_kernel<ALG, T, F, true>;
-        if (fc_status st = allow_smem<k>(cfg.smem))
-            return st;
-        k<<<(unsigned)cfg.grid, block, cfg.smem, stream>>>(g, x, y, w, norms, gx, gy, partial, a->B, a->N_in,
-                                                            a->normalize, vec, cfg.staged);
-    } else {
-        constexpr auto k = sgp_backward_kernel<ALG, T, F, false>;
-        if (fc_status st = allow_smem<k>(cfg.smem))
-            return st;
-        k<<<(unsigned)cfg.grid, block, cfg.smem, stream>>>(g, x, y, w, norms, gx, gy, partial, a->B, a->N_in,
-                                                            a->normalize, vec, cfg.staged);
-    }
-    FC_LAUNCH_CHECK(stream);
+    if (fc_status st = launch<ALG, T, true>(cfg, stream, (const T *)a->grad_out, (const T *)a->x, (const T *)a->y,
+                                            (const T *)a->weight, (const C *)a->norms, (T *)a->grad_x,
+                                            (T *)a->grad_y, partial, (int64_t)a->B, (int64_t)a->N_in, a->normalize,
+                                            a->gate, (int)vec))
+        return st;
     if (a->grad_weight) {
         const int64_t K = a->N_in * P;
         const int threads = 256;
