@@ -30,7 +30,7 @@ static const char *const arg_names[A_COUNT] = {"x", "y", "weight", "grad_out", "
 typedef struct op_call {
     int op, backward;
     const fc_algebra *alg;
-    int normalize, precision;
+    int normalize, gate, precision;
     intptr_t stream;
     PyObject *obj[A_COUNT];      /* borrowed: the arguments as given (NULL / None when absent) */
     PyObject *result[A_COUNT];   /* owned: the objects returned for outputs */
@@ -373,7 +373,7 @@ static PyObject *run(PyObject *module, op_call *c)
     args.N_in = c->N_in;
     args.N_out = c->N_out;
     args.normalize = c->normalize;
-    args.gate = 1;
+    args.gate = c->gate;
     args.precision = (fc_precision)c->precision;
     args.x = c->arr[A_X].data;
     args.y = c->arr[A_Y].data;
@@ -459,24 +459,27 @@ static void init_call(op_call *c, int op, int backward)
     c->op = op;
     c->backward = backward;
     c->N_out = -1;
+    c->gate = 1;
 }
 
 static PyObject *forward(PyObject *module, PyObject *args, PyObject *kwargs, int op)
 {
-    static char *kw_sgp[] = {"x", "y", "weight", "algebra", "normalize", "out", "norms", "workspace", "stream", NULL};
+    /* gate comes last: callers pass fcgp's precision by position */
+    static char *kw_sgp[] = {"x", "y", "weight", "algebra", "normalize", "out", "norms", "workspace", "stream",
+                             "gate", NULL};
     static char *kw_fcgp[] = {"x", "y", "weight", "algebra", "normalize", "precision", "out", "norms",
-                              "workspace", "stream", NULL};
+                              "workspace", "stream", "gate", NULL};
     op_call c;
     init_call(&c, op, 0);
     int algebra = 0;
     PyObject *stream = NULL;
     int ok = op == OP_SGP
-                 ? PyArg_ParseTupleAndKeywords(args, kwargs, "OOOip|$OOOO:sgp_forward", kw_sgp, &c.obj[A_X],
+                 ? PyArg_ParseTupleAndKeywords(args, kwargs, "OOOip|$OOOOp:sgp_forward", kw_sgp, &c.obj[A_X],
                                                &c.obj[A_Y], &c.obj[A_W], &algebra, &c.normalize, &c.obj[A_OUT],
-                                               &c.obj[A_NORMS], &c.obj[A_WS], &stream)
-                 : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOip|i$OOOO:fcgp_forward", kw_fcgp, &c.obj[A_X],
+                                               &c.obj[A_NORMS], &c.obj[A_WS], &stream, &c.gate)
+                 : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOip|i$OOOOp:fcgp_forward", kw_fcgp, &c.obj[A_X],
                                                &c.obj[A_Y], &c.obj[A_W], &algebra, &c.normalize, &c.precision,
-                                               &c.obj[A_OUT], &c.obj[A_NORMS], &c.obj[A_WS], &stream);
+                                               &c.obj[A_OUT], &c.obj[A_NORMS], &c.obj[A_WS], &stream, &c.gate);
     if (!ok || parse_common(&c, algebra, stream) < 0)
         return NULL;
     return run(module, &c);
@@ -485,22 +488,22 @@ static PyObject *forward(PyObject *module, PyObject *args, PyObject *kwargs, int
 static PyObject *backward(PyObject *module, PyObject *args, PyObject *kwargs, int op)
 {
     static char *kw_sgp[] = {"grad_out", "x", "y", "weight", "algebra", "normalize", "norms", "grad_x",
-                             "grad_y", "grad_weight", "workspace", "stream", NULL};
+                             "grad_y", "grad_weight", "workspace", "stream", "gate", NULL};
     static char *kw_fcgp[] = {"grad_out", "x", "y", "weight", "algebra", "normalize", "precision", "norms",
-                              "grad_x", "grad_y", "grad_weight", "workspace", "stream", NULL};
+                              "grad_x", "grad_y", "grad_weight", "workspace", "stream", "gate", NULL};
     op_call c;
     init_call(&c, op, 1);
     int algebra = 0;
     PyObject *stream = NULL;
     int ok = op == OP_SGP
-                 ? PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOip|$OOOOOO:sgp_backward", kw_sgp,
+                 ? PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOip|$OOOOOOp:sgp_backward", kw_sgp,
                                                &c.obj[A_GOUT], &c.obj[A_X], &c.obj[A_Y], &c.obj[A_W], &algebra,
                                                &c.normalize, &c.obj[A_NORMS], &c.obj[A_GX], &c.obj[A_GY],
-                                               &c.obj[A_GW], &c.obj[A_WS], &stream)
-                 : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOip|i$OOOOOO:fcgp_backward", kw_fcgp,
+                                               &c.obj[A_GW], &c.obj[A_WS], &stream, &c.gate)
+                 : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOip|i$OOOOOOp:fcgp_backward", kw_fcgp,
                                                &c.obj[A_GOUT], &c.obj[A_X], &c.obj[A_Y], &c.obj[A_W], &algebra,
                                                &c.normalize, &c.precision, &c.obj[A_NORMS], &c.obj[A_GX],
-                                               &c.obj[A_GY], &c.obj[A_GW], &c.obj[A_WS], &stream);
+                                               &c.obj[A_GY], &c.obj[A_GW], &c.obj[A_WS], &stream, &c.gate);
     if (!ok || parse_common(&c, algebra, stream) < 0)
         return NULL;
     return run(module, &c);
@@ -511,17 +514,18 @@ PyObject *fc_bind_fcgp_forward(PyObject *m, PyObject *a, PyObject *k) { return f
 PyObject *fc_bind_sgp_backward(PyObject *m, PyObject *a, PyObject *k) { return backward(m, a, k, OP_SGP); }
 PyObject *fc_bind_fcgp_backward(PyObject *m, PyObject *a, PyObject *k) { return backward(m, a, k, OP_FCGP); }
 
-/* workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0) -> bytes the
- * CUDA launcher needs, so a framework can allocate it (graph-safe) and pass workspace=. */
+/* workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0, gate=True) -> bytes
+ * the CUDA launcher needs, so a framework can allocate it (graph-safe) and pass workspace=.
+ * The gate-off product needs less (no gated copies of x and y). */
 PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"op", "backward", "algebra", "dtype", "B", "N_in", "N_out", "precision", NULL};
+    static char *kw[] = {"op", "backward", "algebra", "dtype", "B", "N_in", "N_out", "precision", "gate", NULL};
     const char *opname, *dtname;
-    int bwd, algebra, precision = 0;
+    int bwd, algebra, precision = 0, gate = 1;
     long long B, N_in, N_out;
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "spisLLL|i:workspace_size", kw, &opname, &bwd, &algebra,
-                                     &dtname, &B, &N_in, &N_out, &precision))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "spisLLL|ip:workspace_size", kw, &opname, &bwd, &algebra,
+                                     &dtname, &B, &N_in, &N_out, &precision, &gate))
         return NULL;
     op_call c;
     init_call(&c, strcmp(opname, "fcgp") == 0 ? OP_FCGP : OP_SGP, bwd);
@@ -546,6 +550,6 @@ PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwa
     a.N_out = N_out;
     a.precision = (fc_precision)precision;
     a.normalize = 1;
-    a.gate = 1;
+    a.gate = gate;
     return PyLong_FromSize_t(workspace_needed(&c, &a));
 }

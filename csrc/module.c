@@ -49,12 +49,18 @@ static PyObject *dict_of(int n, const char *const *keys, PyObject **values)
 static PyObject *algebra_table(PyObject *module, PyObject *arg)
 {
     (void)module;
-    int id = PyLong_AsLong(arg);
-    if (id == -1 && PyErr_Occurred())
-        return NULL;
-    const fc_algebra *a = fc_algebra_get(id);
+    /* long, not int: a truncated 2**32 + 1 would silently be id 1 */
+    long id = PyLong_AsLong(arg);
+    if (id == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return NULL;
+        PyErr_Clear();
+        return PyErr_Format(PyExc_ValueError, "algebra: expected an algebra id from 0 to %d, got %R",
+                            FC_NUM_ALGEBRAS - 1, arg);
+    }
+    const fc_algebra *a = id >= 0 && id < FC_NUM_ALGEBRAS ? fc_algebra_get((int)id) : NULL;
     if (!a)
-        return PyErr_Format(PyExc_ValueError, "algebra: expected an algebra id from 0 to %d, got %d",
+        return PyErr_Format(PyExc_ValueError, "algebra: expected an algebra id from 0 to %d, got %ld",
                             FC_NUM_ALGEBRAS - 1, id);
     int blades[FC_MAX_D], grades[FC_MAX_D], signs[FC_MAX_D];
     for (int i = 0; i < a->D; ++i) {
@@ -101,15 +107,23 @@ static PyObject *find_algebra(PyObject *module, PyObject *arg)
     int metric[FC_MAX_N];
     int id = -1;
     if (n >= 1 && n <= FC_MAX_N) {
+        int valid = 1;
         for (Py_ssize_t i = 0; i < n; ++i) {
             long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
             if (v == -1 && PyErr_Occurred()) {
-                Py_DECREF(seq);
-                return NULL;
+                if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                    Py_DECREF(seq);
+                    return NULL;
+                }
+                PyErr_Clear();
+                v = 2; /* beyond long: no metric entry */
             }
+            /* checked before the cast to int: 2**32 + 1 must not pass as 1 */
+            valid = valid && v >= -1 && v <= 1;
             metric[i] = (int)v;
         }
-        id = fc_algebra_find((int)n, metric);
+        if (valid)
+            id = fc_algebra_find((int)n, metric);
     }
     Py_DECREF(seq);
     return PyLong_FromLong(id);
@@ -143,24 +157,26 @@ static PyObject *build_info(PyObject *module, PyObject *Py_UNUSED(ignored))
 
 static PyMethodDef module_methods[] = {
     {"sgp_forward", (PyCFunction)(void (*)(void))fc_bind_sgp_forward, METH_VARARGS | METH_KEYWORDS,
-     "sgp_forward(x, y, weight, algebra, normalize, *, out=None, norms=None, workspace=None, stream=None)\n--\n\n"
+     "sgp_forward(x, y, weight, algebra, normalize, *, out=None, norms=None, workspace=None, stream=None, "
+     "gate=True)\n--\n\n"
      "Fused MVGELU -> weighted geometric product -> grade RMSNorm. x, y: (D, *batch, N); weight: (N, P). "
-     "Returns out (D, *batch, N). norms, if given, receives the (B, G) grade RMS used by backward."},
+     "Returns out (D, *batch, N). norms, if given, receives the (B, G) grade RMS used by backward. "
+     "gate=False: no MVGELU (the plain product)."},
     {"sgp_backward", (PyCFunction)(void (*)(void))fc_bind_sgp_backward, METH_VARARGS | METH_KEYWORDS,
      "sgp_backward(grad_out, x, y, weight, algebra, normalize, *, norms=None, grad_x=None, grad_y=None, "
-     "grad_weight=None, workspace=None, stream=None)\n--\n\n"
+     "grad_weight=None, workspace=None, stream=None, gate=True)\n--\n\n"
      "Gradients of sgp_forward: returns (grad_x, grad_y, grad_weight). norms from forward saves a pass."},
     {"fcgp_forward", (PyCFunction)(void (*)(void))fc_bind_fcgp_forward, METH_VARARGS | METH_KEYWORDS,
      "fcgp_forward(x, y, weight, algebra, normalize, precision=0, *, out=None, norms=None, workspace=None, "
-     "stream=None)\n--\n\n"
+     "stream=None, gate=True)\n--\n\n"
      "Fused MVGELU -> fully connected geometric product -> grade RMSNorm. x, y: (D, *batch, N_in); weight: "
-     "(P, N_in, N_out). precision: 0 highest, 1 tf32, 2 bf16 (float32 inputs)."},
+     "(P, N_in, N_out). precision: 0 highest, 1 tf32, 2 bf16 (float32 inputs). gate=False: no MVGELU."},
     {"fcgp_backward", (PyCFunction)(void (*)(void))fc_bind_fcgp_backward, METH_VARARGS | METH_KEYWORDS,
      "fcgp_backward(grad_out, x, y, weight, algebra, normalize, precision=0, *, norms=None, grad_x=None, "
-     "grad_y=None, grad_weight=None, workspace=None, stream=None)\n--\n\n"
+     "grad_y=None, grad_weight=None, workspace=None, stream=None, gate=True)\n--\n\n"
      "Gradients of fcgp_forward: returns (grad_x, grad_y, grad_weight)."},
     {"workspace_size", (PyCFunction)(void (*)(void))fc_bind_workspace_size, METH_VARARGS | METH_KEYWORDS,
-     "workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0)\n--\n\n"
+     "workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0, gate=True)\n--\n\n"
      "Bytes of CUDA scratch the op needs (0 for none)."},
     {"algebra_table", algebra_table, METH_O,
      "algebra_table(id)\n--\n\nThe tables the C engine derives for algebra `id`, as a dict."},

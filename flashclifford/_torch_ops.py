@@ -4,7 +4,9 @@ Registered with ``torch.library.Library.define`` / ``impl`` (not the ``custom_op
 whose per-call cost is as long as the kernel at these sizes), with a fake implementation
 for torch.compile, an autograd rule, and an autocast rule that runs the op in the autocast
 dtype like a matmul. Each forward op returns ``(out, norms)``: the (B, G) grade RMS is what
-backward needs instead of the output (empty when ``normalize`` is False).
+backward needs instead of the output (empty when ``normalize`` is False). Every op takes
+``gate`` last (default True); False is the plain geometric product, no MVGELU, on the same
+kernels.
 
 The kernels run on the current stream of the tensors' device; outputs and CUDA workspace
 come from PyTorch's allocator, so the ops can be captured in CUDA graphs.
@@ -22,18 +24,21 @@ from .ops import kernel_id, precision_code
 __all__ = ["gelu_sgp_norm", "gelu_fcgp_norm"]
 
 _lib = torch.library.Library("flashclifford", "DEF")
-_lib.define("gelu_sgp_norm(Tensor x, Tensor y, Tensor weight, int algebra, bool normalize) -> (Tensor, Tensor)")
 _lib.define(
-    "gelu_sgp_norm_backward(Tensor grad_out, Tensor x, Tensor y, Tensor weight, Tensor norms, int algebra, "
-    "bool normalize) -> (Tensor, Tensor, Tensor)"
-)
-_lib.define(
-    "gelu_fcgp_norm(Tensor x, Tensor y, Tensor weight, int algebra, bool normalize, int precision) "
+    "gelu_sgp_norm(Tensor x, Tensor y, Tensor weight, int algebra, bool normalize, bool gate=True) "
     "-> (Tensor, Tensor)"
 )
 _lib.define(
+    "gelu_sgp_norm_backward(Tensor grad_out, Tensor x, Tensor y, Tensor weight, Tensor norms, int algebra, "
+    "bool normalize, bool gate=True) -> (Tensor, Tensor, Tensor)"
+)
+_lib.define(
+    "gelu_fcgp_norm(Tensor x, Tensor y, Tensor weight, int algebra, bool normalize, int precision, "
+    "bool gate=True) -> (Tensor, Tensor)"
+)
+_lib.define(
     "gelu_fcgp_norm_backward(Tensor grad_out, Tensor x, Tensor y, Tensor weight, Tensor norms, int algebra, "
-    "bool normalize, int precision) -> (Tensor, Tensor, Tensor)"
+    "bool normalize, int precision, bool gate=True) -> (Tensor, Tensor, Tensor)"
 )
 
 _GRADES = [_C.algebra_table(i)["G"] for i in range(_C.NUM_ALGEBRAS)]
@@ -58,12 +63,12 @@ def _norms_shape(x, algebra, normalize):
     return (batch if normalize else 0, _GRADES[algebra])
 
 
-def _workspace(op, backward, algebra, x, n_in, n_out, precision=0):
+def _workspace(op, backward, algebra, x, n_in, n_out, precision=0, gate=True):
     if x.device.type != "cuda":
         return None
     batch = math.prod(x.shape[1:-1])
     size = _C.workspace_size(op, backward, algebra, _DTYPE_NAMES.get(x.dtype, "float32"), batch, n_in, n_out,
-                             precision)
+                             precision, gate)
     return torch.empty(size, dtype=torch.uint8, device=x.device) if size else None
 
 
@@ -75,60 +80,59 @@ def _upcast_cpu_half(x, *others):
 # --- SGP --------------------------------------------------------------------------------------
 
 
-def _sgp_impl(x, y, weight, algebra, normalize):
+def _sgp_impl(x, y, weight, algebra, normalize, gate=True):
     if _upcast_cpu_half(x, y, weight):
-        out, norms = _sgp_impl(x.float(), y.float(), weight.float(), algebra, normalize)
+        out, norms = _sgp_impl(x.float(), y.float(), weight.float(), algebra, normalize, gate)
         return out.to(x.dtype), norms
     x, y, weight = x.contiguous(), y.contiguous(), weight.contiguous()
     out = torch.empty_like(x)
     norms = x.new_empty(_norms_shape(x, algebra, normalize), dtype=_compute_dtype(x.dtype))
     _C.sgp_forward(x, y, weight, algebra, normalize, out=out, norms=norms if normalize else None,
-                   stream=_stream(x))
+                   stream=_stream(x), gate=gate)
     return out, norms
 
 
-def _sgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize):
+def _sgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize, gate=True):
     if _upcast_cpu_half(x, y, weight, grad_out):
         gx, gy, gw = _sgp_backward_impl(grad_out.float(), x.float(), y.float(), weight.float(), norms, algebra,
-                                        normalize)
+                                        normalize, gate)
         return gx.to(x.dtype), gy.to(x.dtype), gw.to(x.dtype)
     grad_out, x, y, weight = grad_out.contiguous(), x.contiguous(), y.contiguous(), weight.contiguous()
     gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(weight)
     n = x.shape[-1]
     _C.sgp_backward(grad_out, x, y, weight, algebra, normalize, norms=norms if normalize else None, grad_x=gx,
-                    grad_y=gy, grad_weight=gw, workspace=_workspace("sgp", True, algebra, x, n, n),
-                    stream=_stream(x))
+                    grad_y=gy, grad_weight=gw, workspace=_workspace("sgp", True, algebra, x, n, n, 0, gate),
+                    stream=_stream(x), gate=gate)
     return gx, gy, gw
 
 
 # --- FCGP -------------------------------------------------------------------------------------
 
 
-def _fcgp_impl(x, y, weight, algebra, normalize, precision):
+def _fcgp_impl(x, y, weight, algebra, normalize, precision, gate=True):
     if _upcast_cpu_half(x, y, weight):
-        out, norms = _fcgp_impl(x.float(), y.float(), weight.float(), algebra, normalize, precision)
+        out, norms = _fcgp_impl(x.float(), y.float(), weight.float(), algebra, normalize, precision, gate)
         return out.to(x.dtype), norms
     x, y, weight = x.contiguous(), y.contiguous(), weight.contiguous()
     out = x.new_empty((*x.shape[:-1], weight.shape[-1]) if weight.dim() == 3 else x.shape)
     norms = x.new_empty(_norms_shape(out, algebra, normalize), dtype=_compute_dtype(x.dtype))
     n_out = out.shape[-1]
     _C.fcgp_forward(x, y, weight, algebra, normalize, precision, out=out, norms=norms if normalize else None,
-                    workspace=_workspace("fcgp", False, algebra, x, x.shape[-1], n_out, precision),
-                    stream=_stream(x))
+                    workspace=_workspace("fcgp", False, algebra, x, x.shape[-1], n_out, precision, gate),
+                    stream=_stream(x), gate=gate)
     return out, norms
 
 
-def _fcgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize, precision):
+def _fcgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize, precision, gate=True):
     if _upcast_cpu_half(x, y, weight, grad_out):
         gx, gy, gw = _fcgp_backward_impl(grad_out.float(), x.float(), y.float(), weight.float(), norms, algebra,
-                                         normalize, precision)
+                                         normalize, precision, gate)
         return gx.to(x.dtype), gy.to(x.dtype), gw.to(x.dtype)
     grad_out, x, y, weight = grad_out.contiguous(), x.contiguous(), y.contiguous(), weight.contiguous()
     gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(weight)
+    ws = _workspace("fcgp", True, algebra, x, x.shape[-1], grad_out.shape[-1], precision, gate)
     _C.fcgp_backward(grad_out, x, y, weight, algebra, normalize, precision, norms=norms if normalize else None,
-                     grad_x=gx, grad_y=gy, grad_weight=gw,
-                     workspace=_workspace("fcgp", True, algebra, x, x.shape[-1], grad_out.shape[-1], precision),
-                     stream=_stream(x))
+                     grad_x=gx, grad_y=gy, grad_weight=gw, workspace=ws, stream=_stream(x), gate=gate)
     return gx, gy, gw
 
 
@@ -142,26 +146,26 @@ for _name, _fn in (("gelu_sgp_norm", _sgp_impl), ("gelu_sgp_norm_backward", _sgp
 
 
 @torch.library.register_fake("flashclifford::gelu_sgp_norm")
-def _sgp_fake(x, y, weight, algebra, normalize):
+def _sgp_fake(x, y, weight, algebra, normalize, gate=True):
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
     return out, x.new_empty(_norms_shape(x, algebra, normalize), dtype=_compute_dtype(x.dtype))
 
 
 @torch.library.register_fake("flashclifford::gelu_sgp_norm_backward")
-def _sgp_backward_fake(grad_out, x, y, weight, norms, algebra, normalize):
+def _sgp_backward_fake(grad_out, x, y, weight, norms, algebra, normalize, gate=True):
     fmt = torch.contiguous_format
     return (torch.empty_like(x, memory_format=fmt), torch.empty_like(y, memory_format=fmt),
             torch.empty_like(weight, memory_format=fmt))
 
 
 @torch.library.register_fake("flashclifford::gelu_fcgp_norm")
-def _fcgp_fake(x, y, weight, algebra, normalize, precision):
+def _fcgp_fake(x, y, weight, algebra, normalize, precision, gate=True):
     out = x.new_empty((*x.shape[:-1], weight.shape[-1]))
     return out, x.new_empty(_norms_shape(out, algebra, normalize), dtype=_compute_dtype(x.dtype))
 
 
 @torch.library.register_fake("flashclifford::gelu_fcgp_norm_backward")
-def _fcgp_backward_fake(grad_out, x, y, weight, norms, algebra, normalize, precision):
+def _fcgp_backward_fake(grad_out, x, y, weight, norms, algebra, normalize, precision, gate=True):
     fmt = torch.contiguous_format
     return (torch.empty_like(x, memory_format=fmt), torch.empty_like(y, memory_format=fmt),
             torch.empty_like(weight, memory_format=fmt))
@@ -171,24 +175,26 @@ def _fcgp_backward_fake(grad_out, x, y, weight, norms, algebra, normalize, preci
 
 
 def _setup_context(ctx, inputs, output):
+    # inputs carry every schema argument, defaults filled: sgp (..., normalize, gate),
+    # fcgp (..., normalize, precision, gate)
     x, y, weight, algebra, normalize, *rest = inputs
     ctx.save_for_backward(x, y, weight, output[1])
-    ctx.algebra, ctx.normalize = algebra, normalize
-    ctx.precision = rest[0] if rest else None
+    ctx.algebra, ctx.normalize, ctx.gate = algebra, normalize, rest[-1]
+    ctx.precision = rest[0] if len(rest) == 2 else None
 
 
 def _sgp_backward(ctx, grad_out, _grad_norms):
     x, y, weight, norms = ctx.saved_tensors
     gx, gy, gw = torch.ops.flashclifford.gelu_sgp_norm_backward(grad_out, x, y, weight, norms, ctx.algebra,
-                                                                ctx.normalize)
-    return gx, gy, gw, None, None
+                                                                ctx.normalize, ctx.gate)
+    return gx, gy, gw, None, None, None
 
 
 def _fcgp_backward(ctx, grad_out, _grad_norms):
     x, y, weight, norms = ctx.saved_tensors
     gx, gy, gw = torch.ops.flashclifford.gelu_fcgp_norm_backward(grad_out, x, y, weight, norms, ctx.algebra,
-                                                                 ctx.normalize, ctx.precision)
-    return gx, gy, gw, None, None, None
+                                                                 ctx.normalize, ctx.precision, ctx.gate)
+    return gx, gy, gw, None, None, None, None
 
 
 torch.library.register_autograd("flashclifford::gelu_sgp_norm", _sgp_backward, setup_context=_setup_context,
@@ -247,48 +253,51 @@ def _autocast(tensors, device):
 
 class _SGP(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, y, weight, algebra, normalize):
-        out, norms = _sgp_impl(x, y, weight, algebra, normalize)
+    def forward(ctx, x, y, weight, algebra, normalize, gate):
+        out, norms = _sgp_impl(x, y, weight, algebra, normalize, gate)
         ctx.save_for_backward(x, y, weight, norms)
-        ctx.algebra, ctx.normalize = algebra, normalize
+        ctx.algebra, ctx.normalize, ctx.gate = algebra, normalize, gate
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
         x, y, weight, norms = ctx.saved_tensors
-        return (*_sgp_backward_impl(grad_out, x, y, weight, norms, ctx.algebra, ctx.normalize), None, None)
+        grads = _sgp_backward_impl(grad_out, x, y, weight, norms, ctx.algebra, ctx.normalize, ctx.gate)
+        return (*grads, None, None, None)
 
 
 class _FCGP(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, y, weight, algebra, normalize, precision):
-        out, norms = _fcgp_impl(x, y, weight, algebra, normalize, precision)
+    def forward(ctx, x, y, weight, algebra, normalize, precision, gate):
+        out, norms = _fcgp_impl(x, y, weight, algebra, normalize, precision, gate)
         ctx.save_for_backward(x, y, weight, norms)
-        ctx.algebra, ctx.normalize, ctx.precision = algebra, normalize, precision
+        ctx.algebra, ctx.normalize, ctx.precision, ctx.gate = algebra, normalize, precision, gate
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
         x, y, weight, norms = ctx.saved_tensors
-        grads = _fcgp_backward_impl(grad_out, x, y, weight, norms, ctx.algebra, ctx.normalize, ctx.precision)
-        return (*grads, None, None, None)
+        grads = _fcgp_backward_impl(grad_out, x, y, weight, norms, ctx.algebra, ctx.normalize, ctx.precision,
+                                    ctx.gate)
+        return (*grads, None, None, None, None)
 
 
 # --- the public functions ---------------------------------------------------------------------
 
 
-def gelu_sgp_norm(x, y, weight, algebra, normalize: bool = True):
+def gelu_sgp_norm(x, y, weight, algebra, normalize: bool = True, *, gate: bool = True):
     """MVGELU -> weighted geometric product -> grade RMSNorm, with autograd.
 
     x, y: (D, *batch, N); weight: (N, P); returns (D, *batch, N). ``algebra``: an
-    :class:`~flashclifford.Algebra`, 2, 3 or a metric tuple. Works under
-    ``torch.compile(fullgraph=True)``, autocast and CUDA graphs.
+    :class:`~flashclifford.Algebra`, 2, 3 or a metric tuple. ``gate=False`` skips the MVGELU:
+    the plain weighted geometric product (normalised if ``normalize``) on the same kernels.
+    Works under ``torch.compile(fullgraph=True)``, autocast and CUDA graphs.
     """
-    algebra = kernel_id(algebra)
+    algebra, normalize, gate = kernel_id(algebra), bool(normalize), bool(gate)
     if _plain(x, y, weight):
         x, y, weight = _autocast((x, y, weight), x.device)
-        return _SGP.apply(x, y, weight, algebra, bool(normalize))
-    return torch.ops.flashclifford.gelu_sgp_norm(x, y, weight, algebra, normalize)[0]
+        return _SGP.apply(x, y, weight, algebra, normalize, gate)
+    return torch.ops.flashclifford.gelu_sgp_norm(x, y, weight, algebra, normalize, gate)[0]
 
 
 @torch.compiler.assume_constant_result
@@ -297,18 +306,20 @@ def _default_precision() -> str:
     return {"highest": "highest", "high": "tf32", "medium": "bf16"}[torch.get_float32_matmul_precision()]
 
 
-def gelu_fcgp_norm(x, y, weight, algebra, normalize: bool = True, precision=None):
+def gelu_fcgp_norm(x, y, weight, algebra, normalize: bool = True, precision=None, *, gate: bool = True):
     """MVGELU -> fully connected geometric product -> grade RMSNorm, with autograd.
 
     x, y: (D, *batch, N_in); weight: (P, N_in, N_out); returns (D, *batch, N_out).
     precision for float32 inputs: "highest", "tf32" or "bf16"; None follows
     ``torch.get_float32_matmul_precision()`` ("highest" -> highest, "high" -> tf32,
-    "medium" -> bf16).
+    "medium" -> bf16). ``gate=False`` skips the MVGELU: the plain fully connected
+    geometric product (normalised if ``normalize``) on the same kernels.
     """
     if precision is None:
         precision = _default_precision()
     algebra, precision = kernel_id(algebra), precision_code(precision)
+    normalize, gate = bool(normalize), bool(gate)
     if _plain(x, y, weight):
         x, y, weight = _autocast((x, y, weight), x.device)
-        return _FCGP.apply(x, y, weight, algebra, bool(normalize), precision)
-    return torch.ops.flashclifford.gelu_fcgp_norm(x, y, weight, algebra, normalize, precision)[0]
+        return _FCGP.apply(x, y, weight, algebra, normalize, precision, gate)
+    return torch.ops.flashclifford.gelu_fcgp_norm(x, y, weight, algebra, normalize, precision, gate)[0]

@@ -15,10 +15,6 @@ weight is gathered per component by grade into (D, N, N), which is what the (D, 
 layout was chosen for. ``BaselineLayer`` holds exactly the parameters of ``Layer`` (same
 names, shapes, initialisation) but computes the product with the unfused torch ops of
 ``flashclifford.reference``, so ``load_state_dict`` moves weights between the two.
-
-The fused kernels always apply the MVGELU gate. The gate-off product of
-``WeightedGeometricProduct(gate=False)`` / ``FullyConnectedGeometricProduct(gate=False)``
-therefore runs on the torch reference path until the kernels get a gate switch.
 """
 
 from __future__ import annotations
@@ -102,13 +98,6 @@ def grade_linear(x: torch.Tensor, weight: torch.Tensor, bias, grades: torch.Tens
         b = F.pad(bias.view(1, 1, -1), (0, 0, 0, 0, 0, D - 1))
         y = torch.baddbmm(b, x3, w)
     return y.reshape(*x.shape[:-1], weight.shape[-1])
-
-
-def _plain_product(x, y, weight, alg, normalize):
-    # The fused kernels always gate their inputs, so the gate-off product is computed by the
-    # unfused torch reference (a kernel gate flag would move this onto the fused path).
-    o = reference.geometric_product_torch(x, y, weight, alg)
-    return reference.grade_rmsnorm_torch(o, alg) if normalize else o
 
 
 # ---------------------------------------------------------------------------------------
@@ -207,8 +196,8 @@ class WeightedGeometricProduct(nn.Module):
         gate: apply MVGELU to x and y first (xg = MVGELU(x)); else xg = x.
         normalize: apply grade-wise RMSNorm to the product.
 
-    With ``gate=True`` this is the fused kernel (``gelu_sgp_norm``), normalize on or off.
-    ``gate=False`` runs on the unfused torch reference, since the kernels always gate.
+    Every combination of ``gate`` and ``normalize`` runs on the fused kernel (``gelu_sgp_norm``);
+    ``gate=False, normalize=False`` is the plain weighted geometric product.
 
     Parameters: ``weight`` (N, P), normal with std 1/sqrt(n + 1).
     Shapes: forward(x, y) with x, y (D, *batch, N) -> (D, *batch, N).
@@ -228,11 +217,7 @@ class WeightedGeometricProduct(nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """x, y: (D, *batch, N) -> (D, *batch, N)."""
-        if self.gate:
-            return gelu_sgp_norm(x, y, self.weight, self.algebra, self.normalize)
-        if not torch.compiler.is_compiling():
-            _warm_reference_tables(self.algebra, x.dtype, x.device)
-        return _plain_product(x, y, self.weight, self.algebra, self.normalize)
+        return gelu_sgp_norm(x, y, self.weight, self.algebra, self.normalize, gate=self.gate)
 
     def extra_repr(self) -> str:
         return (
@@ -252,8 +237,7 @@ class FullyConnectedGeometricProduct(nn.Module):
         precision: float32 matrix-product precision, "highest", "tf32", "bf16", or None to
             follow ``torch.get_float32_matmul_precision()``.
 
-    With ``gate=True`` this is the fused kernel (``gelu_fcgp_norm``); ``gate=False`` runs on
-    the unfused torch reference, since the kernels always gate.
+    Every combination of ``gate`` and ``normalize`` runs on the fused kernel (``gelu_fcgp_norm``).
 
     Parameters: ``weight`` (P, N_in, N_out), normal with std 1/sqrt(n + 1) (flash-clifford's choice).
     Shapes: forward(x, y) with x, y (D, *batch, N_in) -> (D, *batch, N_out).
@@ -285,11 +269,7 @@ class FullyConnectedGeometricProduct(nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """x, y: (D, *batch, N_in) -> (D, *batch, N_out)."""
-        if self.gate:
-            return gelu_fcgp_norm(x, y, self.weight, self.algebra, self.normalize, self.precision)
-        if not torch.compiler.is_compiling():
-            _warm_reference_tables(self.algebra, x.dtype, x.device)
-        return _plain_product(x, y, self.weight, self.algebra, self.normalize)
+        return gelu_fcgp_norm(x, y, self.weight, self.algebra, self.normalize, self.precision, gate=self.gate)
 
     def extra_repr(self) -> str:
         return (

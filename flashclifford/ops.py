@@ -5,6 +5,9 @@ layout ``(D, *batch, N)``. NumPy in gives NumPy out; CUDA in gives a
 ``flashclifford._C.DeviceBuffer`` out, which ``torch.from_dlpack`` / ``cupy.from_dlpack``
 take without a copy. Every check happens in C before any kernel runs.
 
+``gate=False`` skips the MVGELU of x and y: the plain geometric product (optionally
+normalised) on the same fused kernels, for models that apply it between their own maps.
+
 ``stream`` is a ``cudaStream_t`` handle as an int (``torch.cuda.current_stream().cuda_stream``,
 ``cupy.cuda.get_current_stream().ptr``); ``None`` is the legacy default stream.
 """
@@ -47,34 +50,35 @@ def precision_code(precision) -> int:
         raise ValueError(f"precision: expected one of {PRECISIONS} or None, got {precision!r}") from None
 
 
-def sgp_forward(x, y, weight, algebra, normalize=True, *, out=None, stream=None):
-    """MVGELU -> weighted geometric product -> grade RMSNorm (if ``normalize``).
+def sgp_forward(x, y, weight, algebra, normalize=True, *, gate=True, out=None, stream=None):
+    """MVGELU (if ``gate``) -> weighted geometric product -> grade RMSNorm (if ``normalize``).
 
     x, y: (D, *batch, N); weight: (N, P); returns (D, *batch, N) in the dtype of x.
     """
-    return _C.sgp_forward(x, y, weight, kernel_id(algebra), bool(normalize), out=out, stream=stream)
+    return _C.sgp_forward(x, y, weight, kernel_id(algebra), bool(normalize), out=out, stream=stream,
+                          gate=bool(gate))
 
 
-def sgp_backward(grad_out, x, y, weight, algebra, normalize=True, *, grad_x=None, grad_y=None,
+def sgp_backward(grad_out, x, y, weight, algebra, normalize=True, *, gate=True, grad_x=None, grad_y=None,
                  grad_weight=None, stream=None):
     """Gradients of :func:`sgp_forward`: returns ``(grad_x, grad_y, grad_weight)``."""
     return _C.sgp_backward(grad_out, x, y, weight, kernel_id(algebra), bool(normalize), grad_x=grad_x,
-                           grad_y=grad_y, grad_weight=grad_weight, stream=stream)
+                           grad_y=grad_y, grad_weight=grad_weight, stream=stream, gate=bool(gate))
 
 
-def fcgp_forward(x, y, weight, algebra, normalize=True, precision=None, *, out=None, stream=None):
-    """MVGELU -> fully connected geometric product -> grade RMSNorm (if ``normalize``).
+def fcgp_forward(x, y, weight, algebra, normalize=True, precision=None, *, gate=True, out=None, stream=None):
+    """MVGELU (if ``gate``) -> fully connected geometric product -> grade RMSNorm (if ``normalize``).
 
     x, y: (D, *batch, N_in); weight: (P, N_in, N_out); returns (D, *batch, N_out).
     precision (float32 inputs): None or "highest" (fp32 FMA), "tf32", "bf16".
     """
     return _C.fcgp_forward(x, y, weight, kernel_id(algebra), bool(normalize), precision_code(precision),
-                           out=out, stream=stream)
+                           out=out, stream=stream, gate=bool(gate))
 
 
-def fcgp_backward(grad_out, x, y, weight, algebra, normalize=True, precision=None, *, grad_x=None,
-                  grad_y=None, grad_weight=None, stream=None):
+def fcgp_backward(grad_out, x, y, weight, algebra, normalize=True, precision=None, *, gate=True,
+                  grad_x=None, grad_y=None, grad_weight=None, stream=None):
     """Gradients of :func:`fcgp_forward`: returns ``(grad_x, grad_y, grad_weight)``."""
     return _C.fcgp_backward(grad_out, x, y, weight, kernel_id(algebra), bool(normalize),
                             precision_code(precision), grad_x=grad_x, grad_y=grad_y,
-                            grad_weight=grad_weight, stream=stream)
+                            grad_weight=grad_weight, stream=stream, gate=bool(gate))

@@ -15,6 +15,9 @@ Three families, each built only from flashclifford.algebra's tables (never the C
               geometric_product_torch, grade_rmsnorm_torch) composed; this is what the
               benchmarks compile with torch.compile.
 
+Every product takes a keyword ``gate`` (default True): False skips the MVGELU of x and y,
+the plain geometric product (xg = x, yg = y) that the kernels compute with ``gate=False``.
+
 The product is the CGENN weighted Cayley einsum: with M[p, i, j, k] = C[i, j, k] where
 path(i, j, k) = p (Algebra.path_masks), the SGP weighted table is
 Cw[n, i, j, k] = sum_p w[n, p] M[p, i, j, k] and o_j = sum_ik Cw[n, i, j, k] xg_i yg_k.
@@ -110,8 +113,14 @@ def mvgelu_np(x):
     return x * _phi_np(x[0])
 
 
-def _mvgelu_backward_np(g, x):
-    """Gradient of mvgelu at x (D, ...) for the output gradient g (D, ...)."""
+def _gate_np(x, gate):
+    return mvgelu_np(x) if gate else x
+
+
+def _mvgelu_backward_np(g, x, gate=True):
+    """Gradient of mvgelu at x (D, ...) for the output gradient g (D, ...); g itself without the gate."""
+    if not gate:
+        return g
     gate = _phi_np(x[0])
     dens = np.exp(-0.5 * x[0] ** 2) / math.sqrt(2.0 * math.pi)  # Phi'(x_0)
     gx = g * gate
@@ -163,27 +172,27 @@ def _finish_np(o, alg, normalize):
     return o / r[alg.grades][:, :, None]
 
 
-def _sgp_parts_np(x, y, w, alg):
-    xg, yg = mvgelu_np(x), mvgelu_np(y)
+def _sgp_parts_np(x, y, w, alg, gate):
+    xg, yg = _gate_np(x, gate), _gate_np(y, gate)
     cw = np.einsum("np,pijk->nijk", w, alg.path_masks)
     o = np.einsum("ibn,nijk,kbn->jbn", xg, cw, yg, optimize=True)
     return xg, yg, cw, o
 
 
-def sgp_np(x, y, w, algebra, normalize=True):
+def sgp_np(x, y, w, algebra, normalize=True, *, gate=True):
     """Fused GELU -> weighted geometric product -> grade RMSNorm, float64 reference.
 
-    x, y: (D, *batch, N); w: (N, P). Returns (D, *batch, N) float64.
+    x, y: (D, *batch, N); w: (N, P). Returns (D, *batch, N) float64. gate=False: no GELU.
     """
     alg = Algebra.resolve(algebra)
     x, y, w = _as_f64(x, "x"), _as_f64(y, "y"), _as_f64(w, "weight")
     B, N, _, batch = _check(alg, x, y, w, fc=False)
     x, y = x.reshape(alg.D, B, N), y.reshape(alg.D, B, N)
-    o = _sgp_parts_np(x, y, w, alg)[3]
+    o = _sgp_parts_np(x, y, w, alg, gate)[3]
     return _finish_np(o, alg, normalize).reshape(alg.D, *batch, N)
 
 
-def sgp_backward_np(gout, x, y, w, algebra, normalize=True):
+def sgp_backward_np(gout, x, y, w, algebra, normalize=True, *, gate=True):
     """Exact gradients of sgp_np: returns (grad_x, grad_y, grad_weight), float64.
 
     gout, x, y: (D, *batch, N); w: (N, P). grad_weight is (N, P).
@@ -193,37 +202,38 @@ def sgp_backward_np(gout, x, y, w, algebra, normalize=True):
     gout = _as_f64(gout, "grad_out")
     B, N, _, batch = _check(alg, x, y, w, fc=False, grad_out=gout)
     x, y, gout = (a.reshape(alg.D, B, N) for a in (x, y, gout))
-    xg, yg, cw, o = _sgp_parts_np(x, y, w, alg)
+    xg, yg, cw, o = _sgp_parts_np(x, y, w, alg, gate)
     go = _norm_backward_np(gout, o, *_norm_parts_np(o, alg), alg) if normalize else gout
     gxg = np.einsum("nijk,jbn,kbn->ibn", cw, go, yg, optimize=True)
     gyg = np.einsum("nijk,ibn,jbn->kbn", cw, xg, go, optimize=True)
     gw = np.einsum("pijk,ibn,jbn,kbn->np", alg.path_masks, xg, go, yg, optimize=True)
-    gx = _mvgelu_backward_np(gxg, x).reshape(alg.D, *batch, N)
-    gy = _mvgelu_backward_np(gyg, y).reshape(alg.D, *batch, N)
+    gx = _mvgelu_backward_np(gxg, x, gate).reshape(alg.D, *batch, N)
+    gy = _mvgelu_backward_np(gyg, y, gate).reshape(alg.D, *batch, N)
     return gx, gy, gw
 
 
-def _fcgp_parts_np(x, y, W, alg):
-    xg, yg = mvgelu_np(x), mvgelu_np(y)
+def _fcgp_parts_np(x, y, W, alg, gate):
+    xg, yg = _gate_np(x, gate), _gate_np(y, gate)
     h = np.einsum("pijk,ibn,kbn->pjbn", alg.path_masks, xg, yg, optimize=True)
     o = np.einsum("pjbn,pnm->jbm", h, W, optimize=True)
     return xg, yg, h, o
 
 
-def fcgp_np(x, y, W, algebra, normalize=True):
+def fcgp_np(x, y, W, algebra, normalize=True, *, gate=True):
     """Fused GELU -> fully connected geometric product -> grade RMSNorm, float64 reference.
 
     x, y: (D, *batch, N_in); W: (P, N_in, N_out). Returns (D, *batch, N_out) float64.
+    gate=False: no GELU.
     """
     alg = Algebra.resolve(algebra)
     x, y, W = _as_f64(x, "x"), _as_f64(y, "y"), _as_f64(W, "weight")
     B, N, M, batch = _check(alg, x, y, W, fc=True)
     x, y = x.reshape(alg.D, B, N), y.reshape(alg.D, B, N)
-    o = _fcgp_parts_np(x, y, W, alg)[3]
+    o = _fcgp_parts_np(x, y, W, alg, gate)[3]
     return _finish_np(o, alg, normalize).reshape(alg.D, *batch, M)
 
 
-def fcgp_backward_np(gout, x, y, W, algebra, normalize=True):
+def fcgp_backward_np(gout, x, y, W, algebra, normalize=True, *, gate=True):
     """Exact gradients of fcgp_np: returns (grad_x, grad_y, grad_weight), float64.
 
     gout: (D, *batch, N_out); x, y: (D, *batch, N_in); W: (P, N_in, N_out).
@@ -233,14 +243,14 @@ def fcgp_backward_np(gout, x, y, W, algebra, normalize=True):
     gout = _as_f64(gout, "grad_out")
     B, N, M, batch = _check(alg, x, y, W, fc=True, grad_out=gout)
     x, y, gout = x.reshape(alg.D, B, N), y.reshape(alg.D, B, N), gout.reshape(alg.D, B, M)
-    xg, yg, h, o = _fcgp_parts_np(x, y, W, alg)
+    xg, yg, h, o = _fcgp_parts_np(x, y, W, alg, gate)
     go = _norm_backward_np(gout, o, *_norm_parts_np(o, alg), alg) if normalize else gout
     gW = np.einsum("pjbn,jbm->pnm", h, go, optimize=True)
     gh = np.einsum("jbm,pnm->pjbn", go, W, optimize=True)
     gxg = np.einsum("pijk,pjbn,kbn->ibn", alg.path_masks, gh, yg, optimize=True)
     gyg = np.einsum("pijk,pjbn,ibn->kbn", alg.path_masks, gh, xg, optimize=True)
-    gx = _mvgelu_backward_np(gxg, x).reshape(alg.D, *batch, N)
-    gy = _mvgelu_backward_np(gyg, y).reshape(alg.D, *batch, N)
+    gx = _mvgelu_backward_np(gxg, x, gate).reshape(alg.D, *batch, N)
+    gy = _mvgelu_backward_np(gyg, y, gate).reshape(alg.D, *batch, N)
     return gx, gy, gW
 
 
@@ -320,18 +330,22 @@ def geometric_product_torch(x, y, weight, algebra):
     return o.reshape(alg.D, *batch, M)
 
 
-def unfused_sgp_torch(x, y, w, algebra, normalize=True):
+def _gate_torch(x, gate):
+    return mvgelu_torch(x) if gate else x
+
+
+def unfused_sgp_torch(x, y, w, algebra, normalize=True, *, gate=True):
     """The unfused baseline: mvgelu_torch, geometric_product_torch, grade_rmsnorm_torch.
 
     x, y: (D, *batch, N); w: (N, P). Returns (D, *batch, N) in the input dtype.
     """
-    o = geometric_product_torch(mvgelu_torch(x), mvgelu_torch(y), w, algebra)
+    o = geometric_product_torch(_gate_torch(x, gate), _gate_torch(y, gate), w, algebra)
     return grade_rmsnorm_torch(o, algebra) if normalize else o
 
 
-def unfused_fcgp_torch(x, y, W, algebra, normalize=True):
+def unfused_fcgp_torch(x, y, W, algebra, normalize=True, *, gate=True):
     """The unfused FCGP baseline. x, y: (D, *batch, N_in); W: (P, N_in, N_out)."""
-    o = geometric_product_torch(mvgelu_torch(x), mvgelu_torch(y), W, algebra)
+    o = geometric_product_torch(_gate_torch(x, gate), _gate_torch(y, gate), W, algebra)
     return grade_rmsnorm_torch(o, algebra) if normalize else o
 
 
@@ -345,7 +359,7 @@ def _finish_torch(o, alg, normalize):
     return o / torch.sqrt(q + NORM_EPS)[grades].unsqueeze(-1)
 
 
-def sgp_torch(x, y, w, algebra, normalize=True):
+def sgp_torch(x, y, w, algebra, normalize=True, *, gate=True):
     """The einsum reference in torch, autograd-capable, in the input dtype and device.
 
     x, y: (D, *batch, N); w: (N, P). Returns (D, *batch, N).
@@ -356,18 +370,18 @@ def sgp_torch(x, y, w, algebra, normalize=True):
     x, y, _, batch = _check_torch(alg, x, y, w, fc=False)
     masks, _, _ = _tables_torch(alg, x.dtype, x.device)
     cw = torch.einsum("np,pijk->nijk", w, masks)
-    o = torch.einsum("ibn,nijk,kbn->jbn", mvgelu_torch(x), cw, mvgelu_torch(y))
+    o = torch.einsum("ibn,nijk,kbn->jbn", _gate_torch(x, gate), cw, _gate_torch(y, gate))
     return _finish_torch(o, alg, normalize).reshape(alg.D, *batch, x.shape[-1])
 
 
-def fcgp_torch(x, y, W, algebra, normalize=True):
+def fcgp_torch(x, y, W, algebra, normalize=True, *, gate=True):
     """The FCGP einsum reference in torch. x, y: (D, *batch, N_in); W: (P, N_in, N_out)."""
     import torch
 
     alg = Algebra.resolve(algebra)
     x, y, M, batch = _check_torch(alg, x, y, W, fc=True)
     masks, _, _ = _tables_torch(alg, x.dtype, x.device)
-    xy = torch.einsum("ibn,kbn->ikbn", mvgelu_torch(x), mvgelu_torch(y))
+    xy = torch.einsum("ibn,kbn->ikbn", _gate_torch(x, gate), _gate_torch(y, gate))
     h = torch.einsum("pijk,ikbn->pjbn", masks, xy)
     o = torch.einsum("pjbn,pnm->jbm", h, W)
     return _finish_torch(o, alg, normalize).reshape(alg.D, *batch, M)

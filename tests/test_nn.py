@@ -231,6 +231,39 @@ def test_plain_geometric_product_gate_and_norm_off(alg, gen):
 
 
 @pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("alg", ALGEBRAS)
+def test_product_blocks_without_gate_match_reference(alg, dtype, normalize, gen):
+    # gate=False runs on the fused kernels: output and the gradients of x, y and weight against
+    # the float64 einsum reference without the gate
+    N = 7
+    for block, product in (
+        (fnn.WeightedGeometricProduct(N, alg, gate=False, normalize=normalize, dtype=dtype), ref.sgp_torch),
+        (
+            fnn.FullyConnectedGeometricProduct(N, 5, alg, gate=False, normalize=normalize, dtype=dtype),
+            ref.fcgp_torch,
+        ),
+    ):
+        what = type(block).__name__
+        randomize(block, gen)
+        x, y = (
+            torch.randn(alg.D, 2, 3, N, generator=gen, dtype=torch.float64).to(dtype).requires_grad_()
+            for _ in range(2)
+        )
+        out = block(x, y)
+        assert out.dtype == dtype
+        gout = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+        out.backward(gout.to(dtype))
+        x64, y64, w64 = (t.detach().double().clone().requires_grad_() for t in (x, y, block.weight))
+        want = product(x64, y64, w64, alg, normalize, gate=False)
+        want.backward(gout)
+        assert_close(out, want, TOL[dtype], f"{what} out")
+        pairs = {"x": (x.grad, x64.grad), "y": (y.grad, y64.grad), "weight": (block.weight.grad, w64.grad)}
+        for name, (got, exp) in pairs.items():
+            assert_close(got, exp, TOL[dtype], f"{what} grad {name}")
+
+
+@pytest.mark.parametrize("normalize", [True, False])
 @pytest.mark.parametrize("alg", ALGEBRAS)
 def test_blocks_compose_to_the_fused_product_and_layer(alg, normalize, gen):
     N = 6
@@ -460,7 +493,7 @@ def test_compile_fullgraph_clifford_mlp(gen):
 
 
 def test_compile_fullgraph_baseline_and_blocks(gen):
-    # the benchmark compiles the unfused baseline; the gate-off product runs on torch ops too
+    # the benchmark compiles the unfused baseline; the blocks mix torch ops and the gate-off fused op
     alg = Algebra(3)
     _compile_check(
         randomize(fnn.CliffordMLP(8, alg, 2, baseline=True), gen, scale=0.3),

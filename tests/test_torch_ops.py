@@ -1,6 +1,7 @@
 """The torch ops (flashclifford.gelu_sgp_norm / gelu_fcgp_norm) on the CPU: values and
 gradients against the float64 einsum reference, gradcheck, opcheck, torch.compile
-(fullgraph, forward and backward), half inputs, and the precision default."""
+(fullgraph, forward and backward), half inputs, and the precision default; each with the
+gate on and off (gate=False: the plain product)."""
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import flashclifford as fc  # noqa: E402
 from flashclifford import reference  # noqa: E402
 
 OPS = ["sgp", "fcgp"]
+GATES = [pytest.param(True, id="gate"), pytest.param(False, id="plain")]
 
 
 def make(op, alg, B=3, n_in=5, n_out=4, dtype=torch.float64, seed=0, batch=None):
@@ -31,48 +33,54 @@ def fused(op, x, y, w, alg, normalize, **kw):
     return f(x, y, w, alg, normalize, **kw)
 
 
-def ref_np(op, x, y, w, alg, normalize):
+def ref_np(op, x, y, w, alg, normalize, gate=True):
     f = reference.sgp_np if op == "sgp" else reference.fcgp_np
-    return f(x.detach().double().numpy(), y.detach().double().numpy(), w.detach().double().numpy(), alg, normalize)
+    args = [t.detach().double().numpy() for t in (x, y, w)]
+    return f(*args, alg, normalize, gate=gate)
 
 
-def ref_backward_np(op, g, x, y, w, alg, normalize):
+def ref_backward_np(op, g, x, y, w, alg, normalize, gate=True):
     f = reference.sgp_backward_np if op == "sgp" else reference.fcgp_backward_np
     args = [t.detach().double().numpy() for t in (g, x, y, w)]
-    return f(*args, alg, normalize)
+    return f(*args, alg, normalize, gate=gate)
 
 
+@pytest.mark.parametrize("gate", GATES)
 @pytest.mark.parametrize("normalize", [True, False])
 @pytest.mark.parametrize("alg", ALGEBRAS)
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 1e-5)])
-def test_values_and_gradients(op, alg, normalize, dtype, tol):
+def test_values_and_gradients(op, alg, normalize, gate, dtype, tol):
     # separate leaves for our op; the reference works on float64 copies
     x, y, w = (t.requires_grad_() for t in make(op, alg, dtype=dtype, batch=(2, 3), seed=hash((op, alg.name)) % 1000))
-    out = fused(op, x, y, w, alg, normalize)
+    out = fused(op, x, y, w, alg, normalize, gate=gate)
     assert out.dtype == dtype and out.shape == (alg.D, 2, 3, x.shape[-1] if op == "sgp" else 4)
-    assert rel_err(out.detach().numpy(), ref_np(op, x, y, w, alg, normalize)) <= tol
+    assert rel_err(out.detach().numpy(), ref_np(op, x, y, w, alg, normalize, gate)) <= tol
     g = torch.randn_like(out)
     out.backward(g)
-    refs = ref_backward_np(op, g, x, y, w, alg, normalize)
+    refs = ref_backward_np(op, g, x, y, w, alg, normalize, gate)
     for name, t, r in zip("xyw", (x, y, w), refs):
         assert rel_err(t.grad.numpy(), r) <= tol, name
 
 
+@pytest.mark.parametrize("gate", GATES)
 @pytest.mark.parametrize("normalize", [True, False])
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("alg", [ALGEBRAS[1], ALGEBRAS[3]])
-def test_gradcheck(op, alg, normalize):
+def test_gradcheck(op, alg, normalize, gate):
     x, y, w = (t.requires_grad_() for t in make(op, alg, B=2, n_in=3, n_out=2))
-    assert torch.autograd.gradcheck(lambda a, b, c: fused(op, a, b, c, alg, normalize), (x, y, w), fast_mode=False)
+    assert torch.autograd.gradcheck(lambda a, b, c: fused(op, a, b, c, alg, normalize, gate=gate), (x, y, w),
+                                    fast_mode=False)
 
 
+@pytest.mark.parametrize("gate", [True, False, None], ids=["gate", "plain", "default"])
 @pytest.mark.parametrize("normalize", [True, False])
-def test_opcheck(normalize):
+def test_opcheck(normalize, gate):
+    # None: the schema's default for gate (True), the argument left out
     alg = fc.Algebra(3)
     for op, name in (("sgp", "gelu_sgp_norm"), ("fcgp", "gelu_fcgp_norm")):
         x, y, w = (t.requires_grad_() for t in make(op, alg, dtype=torch.float32))
-        extra = () if op == "sgp" else (0,)
+        extra = (() if op == "sgp" else (0,)) + (() if gate is None else (gate,))
         torch.library.opcheck(getattr(torch.ops.flashclifford, name).default, (x, y, w, alg.id, normalize, *extra))
         out, norms = getattr(torch.ops.flashclifford, name)(x, y, w, alg.id, normalize, *extra)
         g = torch.randn_like(out)
@@ -81,12 +89,31 @@ def test_opcheck(normalize):
 
 
 @pytest.mark.parametrize("op", OPS)
-def test_compile_fullgraph_forward_backward(op):
+def test_registered_op_and_eager_path_agree_without_gate(op):
+    # the registered op (torch.compile's path) against the eager autograd.Function, gate off
+    alg = fc.Algebra((1, -1, -1, -1))
+    x, y, w = make(op, alg, B=4, n_in=5, n_out=3)
+    g = torch.randn(alg.D, 4, 5 if op == "sgp" else 3, dtype=torch.float64)
+    name = "gelu_sgp_norm" if op == "sgp" else "gelu_fcgp_norm"
+    extra = () if op == "sgp" else (0,)
+    leaves_e = [t.clone().requires_grad_() for t in (x, y, w)]
+    leaves_r = [t.clone().requires_grad_() for t in (x, y, w)]
+    fused(op, *leaves_e, alg, True, gate=False).backward(g)
+    getattr(torch.ops.flashclifford, name)(*leaves_r, alg.id, True, *extra, False)[0].backward(g)
+    for a, b in zip(leaves_e, leaves_r, strict=True):
+        torch.testing.assert_close(a.grad, b.grad, rtol=0, atol=0)
+    with pytest.raises(TypeError):
+        fused(op, x, y, w, alg, True, "highest", False)  # gate is keyword-only
+
+
+@pytest.mark.parametrize("gate", GATES)
+@pytest.mark.parametrize("op", OPS)
+def test_compile_fullgraph_forward_backward(op, gate):
     alg = fc.Algebra(3)
     x, y, w = make(op, alg, dtype=torch.float32, B=6, n_in=8, n_out=8)
 
     def step(a, b, c):
-        return (fused(op, a, b, c, alg, True) ** 2).sum()
+        return (fused(op, a, b, c, alg, True, gate=gate) ** 2).sum()
 
     compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
     leaves_e = [t.clone().requires_grad_() for t in (x, y, w)]
@@ -106,14 +133,15 @@ def test_compile_inductor_fullgraph():
     torch.testing.assert_close(f(x, y, w), fc.gelu_sgp_norm(x, y, w, alg) * 2 + 1)
 
 
+@pytest.mark.parametrize("gate", GATES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("op", OPS)
-def test_half_inputs_on_cpu_computed_in_float32(op, dtype):
+def test_half_inputs_on_cpu_computed_in_float32(op, dtype, gate):
     alg = fc.Algebra(3)
     x, y, w = make(op, alg, dtype=dtype, B=4, n_in=8, n_out=8)
-    out = fused(op, x, y, w, alg, True)
+    out = fused(op, x, y, w, alg, True, gate=gate)
     assert out.dtype == dtype
-    ref = ref_np(op, x, y, w, alg, True)  # the reference of the rounded inputs
+    ref = ref_np(op, x, y, w, alg, True, gate)  # the reference of the rounded inputs
     assert rel_err(out.float().numpy(), ref) <= (2e-2 if dtype == torch.bfloat16 else 5e-3)
 
 

@@ -6,7 +6,8 @@
  * Two parts. The first (include-guarded) is type-independent: OpenMP glue, allocation,
  * the batch chunking that keeps cross-row sums deterministic, the regrouped term lists
  * (SGP tile plans, FCGP pairs). The second is the per-type half: GELU gate and its
- * backward, grade-wise RMSNorm and its backward, the vectorised inner loops. It is a
+ * backward (each the identity when fc_args.gate is 0, the plain geometric product),
+ * grade-wise RMSNorm and its backward, the vectorised inner loops. It is a
  * "template": it expands once for every inclusion made with `real` and FC_T(name)
  * defined, which the *_impl.h files do once per compute type, so each helper is written
  * once and exists for float and double.
@@ -214,12 +215,19 @@ static inline real FC_T(gelu_pdf)(real t) { return (real)FC_INV_SQRT_2PI * exp((
 
 /* MVGELU over `len` consecutive elements of every component: xg_A = x_A * Phi(x_0).
  * x: component A at x + A * xcs; xg: at xg + A * gcs, zero-filled from len up to pad.
- * Phi, dphi (each may be NULL): the gate and its derivative, kept for the backward. */
-static inline void FC_T(gelu_gate)(int D, const real *x, int64_t xcs, int64_t len, int64_t pad,
+ * Phi, dphi (each may be NULL): the gate and its derivative, kept for the backward.
+ * gate == 0 (the plain product): xg = x, Phi and dphi are not written. The copy keeps the
+ * callers' tile layout (stride, zero padding) the same either way. */
+static inline void FC_T(gelu_gate)(int gate, int D, const real *x, int64_t xcs, int64_t len, int64_t pad,
                                    real *xg, int64_t gcs, real *Phi, real *dphi)
 {
     for (int64_t e0 = 0; e0 < len; e0 += FC_TILE) {
         const int64_t m = fc_min64(FC_TILE, len - e0);
+        if (!gate) {
+            for (int A = 0; A < D; ++A)
+                memcpy(xg + A * gcs + e0, x + A * xcs + e0, (size_t)m * sizeof(real));
+            continue;
+        }
         real c[FC_TILE];
         for (int64_t e = 0; e < m; ++e)
             c[e] = FC_T(gelu_cdf)(x[e0 + e]);
@@ -242,11 +250,17 @@ static inline void FC_T(gelu_gate)(int D, const real *x, int64_t xcs, int64_t le
 
 /* The MVGELU backward over `len` elements: gx_A = gxg_A Phi, and the gate's own input
  * x_0 also collects phi(x_0) sum_A gxg_A x_A. gx_0 is the accumulator of that sum, so
- * gx must not alias x or gxg. */
+ * gx must not alias x or gxg. Phi == NULL means no gate (the plain product): gx = gxg,
+ * copied, not multiplied by Phi = 1 and phi = 0 (0 * an overflowed sum would be NaN). */
 static inline void FC_T(gelu_gate_backward)(int D, const real *x, int64_t xcs, const real *gxg,
                                             int64_t gcs, const real *Phi, const real *dphi,
                                             int64_t len, real *gx, int64_t gxcs)
 {
+    if (!Phi) {
+        for (int A = 0; A < D; ++A)
+            memcpy(gx + A * gxcs, gxg + A * gcs, (size_t)len * sizeof(real));
+        return;
+    }
     real *restrict s = gx;
     for (int64_t e = 0; e < len; ++e)
         s[e] = gxg[e] * x[e];

@@ -1,6 +1,6 @@
 /* fcgp.c — the C reference backend of the fully connected geometric product (FCGP),
  * SPEC section 2: out = RMSNorm(sum over terms sign (MVGELU(x)_i MVGELU(y)_k) @ W[path]),
- * and its backward.
+ * and its backward; with fc_args.gate = 0 the MVGELU is the identity (the plain product).
  *
  *   x, y, grad_x, grad_y      (D, B, N_in)
  *   out, grad_out             (D, B, N_out)

@@ -18,7 +18,8 @@ typedef struct FC_T(fcgp_ctx) {
     fc_term terms[FC_MAX_T]; /* grouped pair by pair */
     fc_pair pairs[FC_MAX_T];
     int np;
-    real *xg, *yg;    /* backward: the gated inputs of every row, (D, B, N_in) */
+    const real *xg, *yg; /* backward: the gated inputs of every row, (D, B, N_in); x, y without the gate */
+    real *xgb, *ygb;     /* their buffers, gate on only */
     real *gof;        /* backward with the norm: dL/do of every row, (D, B, N_out) */
     const real *go;   /* backward: gof, or grad_out itself without the norm */
     real *wt;         /* backward: W transposed, (P, N_out, N_in) */
@@ -57,8 +58,8 @@ static void FC_T(fcgp_forward_block)(const FC_T(fcgp_ctx) *c, int64_t b0, int64_
     real *out = (real *)a->out + b0 * No;
 
     /* a block's rows are contiguous within each component */
-    FC_T(gelu_gate)(D, (const real *)a->x + b0 * Ni, B * Ni, rb * Ni, rb * Ni, xg, gcs, NULL, NULL);
-    FC_T(gelu_gate)(D, (const real *)a->y + b0 * Ni, B * Ni, rb * Ni, rb * Ni, yg, gcs, NULL, NULL);
+    FC_T(gelu_gate)(a->gate, D, (const real *)a->x + b0 * Ni, B * Ni, rb * Ni, rb * Ni, xg, gcs, NULL, NULL);
+    FC_T(gelu_gate)(a->gate, D, (const real *)a->y + b0 * Ni, B * Ni, rb * Ni, rb * Ni, yg, gcs, NULL, NULL);
     for (int A = 0; A < D; ++A)
         FC_T(zero)(out + A * B * No, rb * No);
     FC_T(fcgp_block_product)(c, xg, yg, gcs, rb, z, out, B * No);
@@ -113,8 +114,8 @@ static int64_t FC_T(fcgp_backward_scratch)(int D, int64_t Ni)
     return per > FC_ROWS * FC_NTILE ? per : FC_ROWS * FC_NTILE;
 }
 
-/* The backward of rows [b0, b0 + rb), all but the weight gradient: gates into c->xg/yg,
- * dL/do into c->gof when normalising, then grad_x and grad_y. */
+/* The backward of rows [b0, b0 + rb), all but the weight gradient: gates into c->xgb/ygb
+ * (gate on), dL/do into c->gof when normalising, then grad_x and grad_y. */
 FC_CPU_HOT
 static void FC_T(fcgp_backward_block)(const FC_T(fcgp_ctx) *c, int64_t b0, int64_t rb, real *buf)
 {
@@ -129,8 +130,10 @@ static void FC_T(fcgp_backward_block)(const FC_T(fcgp_ctx) *c, int64_t b0, int64
     real *gxg = buf, *gyg = gxg + D * rs, *z = gyg + D * rs;
     real *gz = z + rs, *px = gz + rs, *dpx = px + rs, *py = dpx + rs, *dpy = py + rs;
 
-    FC_T(gelu_gate)(D, x, BNi, len, len, c->xg + b0 * Ni, BNi, px, dpx);
-    FC_T(gelu_gate)(D, y, BNi, len, len, c->yg + b0 * Ni, BNi, py, dpy);
+    if (a->gate) {
+        FC_T(gelu_gate)(1, D, x, BNi, len, len, c->xgb + b0 * Ni, BNi, px, dpx);
+        FC_T(gelu_gate)(1, D, y, BNi, len, len, c->ygb + b0 * Ni, BNi, py, dpy);
+    }
     if (a->normalize) {
         real *o = c->gof + b0 * No;
         for (int A = 0; A < D; ++A)
@@ -165,10 +168,13 @@ static void FC_T(fcgp_backward_block)(const FC_T(fcgp_ctx) *c, int64_t b0, int64
                 FC_T(add_prod)(gyg + term.k * len, gz, xg + term.i * BNi, (real)term.sign, len);
         }
     }
+    /* without the gate (no Phi) these copy gxg, gyg out */
     if (a->grad_x)
-        FC_T(gelu_gate_backward)(D, x, BNi, gxg, len, px, dpx, len, (real *)a->grad_x + b0 * Ni, BNi);
+        FC_T(gelu_gate_backward)(D, x, BNi, gxg, len, a->gate ? px : NULL, dpx, len, (real *)a->grad_x + b0 * Ni,
+                                 BNi);
     if (a->grad_y)
-        FC_T(gelu_gate_backward)(D, y, BNi, gyg, len, py, dpy, len, (real *)a->grad_y + b0 * Ni, BNi);
+        FC_T(gelu_gate_backward)(D, y, BNi, gyg, len, a->gate ? py : NULL, dpy, len, (real *)a->grad_y + b0 * Ni,
+                                 BNi);
 }
 
 /* grad_weight[p, n0 : n0 + nl, :] = sum over rows and the pairs of path p of
@@ -220,9 +226,11 @@ static fc_status FC_T(fcgp_backward)(const fc_args *a)
     c.np = fc_group_pairs(a->alg, c.terms, c.pairs);
 
     /* The gated inputs and dL/do of every row are kept: the weight-gradient pass reads
-     * them per feature tile, across all rows. */
-    c.xg = fc_cpu_alloc(D * B * Ni, sizeof(real));
-    c.yg = fc_cpu_alloc(D * B * Ni, sizeof(real));
+     * them per feature tile, across all rows. Without the gate they are x and y. */
+    c.xgb = a->gate ? fc_cpu_alloc(D * B * Ni, sizeof(real)) : NULL;
+    c.ygb = a->gate ? fc_cpu_alloc(D * B * Ni, sizeof(real)) : NULL;
+    c.xg = a->gate ? c.xgb : (const real *)a->x;
+    c.yg = a->gate ? c.ygb : (const real *)a->y;
     c.gof = a->normalize ? fc_cpu_alloc(D * B * No, sizeof(real)) : NULL;
     c.wt = need_xy ? fc_cpu_alloc(P * No * Ni, sizeof(real)) : NULL;
     scratch = fc_cpu_alloc(nth * per, sizeof(real));
@@ -258,8 +266,8 @@ static fc_status FC_T(fcgp_backward)(const fc_args *a)
     }
 
 done:
-    free(c.xg);
-    free(c.yg);
+    free(c.xgb);
+    free(c.ygb);
     free(c.gof);
     free(c.wt);
     free(scratch);

@@ -1,5 +1,6 @@
 /* sgp.c — the C reference backend of the weighted geometric product (SGP), SPEC section 2:
- * out = RMSNorm(sum over terms sign w[:, path] MVGELU(x)_i MVGELU(y)_k), and its backward.
+ * out = RMSNorm(sum over terms sign w[:, path] MVGELU(x)_i MVGELU(y)_k), and its backward;
+ * with fc_args.gate = 0 the MVGELU is the identity (the plain product).
  *
  *   x, y, grad_x, grad_y, out, grad_out   (D, B, N)
  *   weight, grad_weight                   (N, P)

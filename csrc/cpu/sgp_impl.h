@@ -36,8 +36,8 @@ static void FC_T(sgp_forward_row)(const fc_args *a, const fc_plan *pl, const rea
 
     for (int64_t n0 = 0; n0 < N; n0 += FC_TILE) {
         const int64_t m = fc_min64(FC_TILE, N - n0);
-        FC_T(gelu_gate)(D, x + n0, BN, m, FC_TILE, xg, FC_TILE, NULL, NULL);
-        FC_T(gelu_gate)(D, y + n0, BN, m, FC_TILE, yg, FC_TILE, NULL, NULL);
+        FC_T(gelu_gate)(a->gate, D, x + n0, BN, m, FC_TILE, xg, FC_TILE, NULL, NULL);
+        FC_T(gelu_gate)(a->gate, D, y + n0, BN, m, FC_TILE, yg, FC_TILE, NULL, NULL);
         /* a full tile goes straight to out; the last, partial one through o */
         const int full = m == FC_TILE;
         for (int j = 0; j < D; ++j)
@@ -105,12 +105,13 @@ static void FC_T(sgp_backward_row)(const fc_args *a, const FC_T(sgp_plans) *pl, 
     real *gy = a->grad_y ? (real *)a->grad_y + b * N : NULL;
     real *xg = buf, *yg = xg + D * Np, *go = yg + D * Np;
     real *px = go + D * Np, *dpx = px + Np, *py = dpx + Np, *dpy = py + Np;
+    const int gate = a->gate;
 
     /* gated inputs for the whole row, and o when the norm needs it */
     for (int64_t n0 = 0; n0 < N; n0 += FC_TILE) {
         const int64_t m = fc_min64(FC_TILE, N - n0);
-        FC_T(gelu_gate)(D, x + n0, BN, m, FC_TILE, xg + n0, Np, px + n0, dpx + n0);
-        FC_T(gelu_gate)(D, y + n0, BN, m, FC_TILE, yg + n0, Np, py + n0, dpy + n0);
+        FC_T(gelu_gate)(gate, D, x + n0, BN, m, FC_TILE, xg + n0, Np, px + n0, dpx + n0);
+        FC_T(gelu_gate)(gate, D, y + n0, BN, m, FC_TILE, yg + n0, Np, py + n0, dpy + n0);
         if (a->normalize)
             for (int j = 0; j < D; ++j)
                 FC_T(tile_group)(&pl->o, j, wt + n0, Np, xg + n0, Np, yg + n0, Np, go + j * Np + n0, 0);
@@ -143,10 +144,13 @@ static void FC_T(sgp_backward_row)(const fc_args *a, const FC_T(sgp_plans) *pl, 
         if (gwt)
             for (int p = 0; p < alg->P; ++p)
                 FC_T(tile_group)(&pl->gw, p, go + n0, Np, xg + n0, Np, yg + n0, Np, gwt + p * Np + n0, 1);
+        /* without the gate (no Phi) these copy gxg, gyg out */
         if (gx)
-            FC_T(gelu_gate_backward)(D, x + n0, BN, gxg, FC_TILE, px + n0, dpx + n0, m, gx + n0, BN);
+            FC_T(gelu_gate_backward)(D, x + n0, BN, gxg, FC_TILE, gate ? px + n0 : NULL, dpx + n0, m, gx + n0,
+                                     BN);
         if (gy)
-            FC_T(gelu_gate_backward)(D, y + n0, BN, gyg, FC_TILE, py + n0, dpy + n0, m, gy + n0, BN);
+            FC_T(gelu_gate_backward)(D, y + n0, BN, gyg, FC_TILE, gate ? py + n0 : NULL, dpy + n0, m, gy + n0,
+                                     BN);
     }
 }
 

@@ -33,6 +33,10 @@
  *    grid would be small, with fixed-order partials reduced by gw_reduce.
  * Everything is deterministic (no atomics). float32 with precision "bf16" converts x, y,
  * W (and grad_out) to bf16 in the workspace first and runs the bf16 kernels.
+ * fc_args.gate = 0 (the plain product) is a runtime, block-uniform flag, not a template
+ * parameter (which would double every instantiation): the forward staging pass multiplies
+ * by 1 instead of Phi(x_0), the backward skips the GELU prepass (xg = x) and the GELU
+ * backward (d/dx = d/dxg).
  */
 #include <algorithm>
 #include <cstdint>
@@ -334,12 +338,12 @@ template <int ID, class E, int MODE> struct FwdCfg {
 };
 
 /* dst: (D, B, N_out) in DstT; partial (when NORM): (column blocks, B, G) sums over the
- * block's columns of |sum_{A in g} s_A o_A^2|. */
+ * block's columns of |sum_{A in g} s_A o_A^2|. gate: 1 MVGELU on x and y, 0 none. */
 template <int ID, class E, int MODE, class DstT, bool NORM>
 __global__ void __launch_bounds__(kThreads, 1)
     fwd_kernel(const E *__restrict__ x, const E *__restrict__ y, const E *__restrict__ w, DstT *__restrict__ dst,
                typename Compute<E>::type *__restrict__ partial, int64_t B, int64_t Ni, int64_t No, int vec_x,
-               int vec_w, const __grid_constant__ PairPlan<ID> plan)
+               int vec_w, int gate, const __grid_constant__ PairPlan<ID> plan)
 {
     using Cfg = FwdCfg<ID, E, MODE>;
     using A = AlgebraTraits<ID>;
@@ -382,15 +386,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int64_t kt = 0; kt < nk; ++kt) {
         cp_wait_all();
         __syncthreads();
-        /* MVGELU of the x and y tiles (the gate from component 0), W with the operand rounding */
+        /* MVGELU of the x and y tiles (the gate from component 0), W with the operand rounding.
+         * Without the gate the factor is 1: an exact copy, in the same pass */
         for (int u = tid; u < 2 * BM * BK; u += kThreads) {
             const int which = u / (BM * BK), rem = u - which * BM * BK, r = rem / BK, k = rem - r * BK;
             const E *s = raw + which * D * XT + r * SK + k;
             E *d = work + which * D * XT + r * SK + k;
-            const C gate = gelu_gate(load<E>(s[0]));
+            const C ph = gate ? gelu_gate(load<E>(s[0])) : C(1);
 #pragma unroll
             for (int a = 0; a < D; ++a)
-                d[a * XT] = store<E>(load<E>(s[a * XT]) * gate);
+                d[a * XT] = store<E>(load<E>(s[a * XT]) * ph);
         }
         copy_region<MODE>(work + 2 * D * XT, raw + 2 * D * XT, P * WT * (int)sizeof(E));
         __syncthreads();
@@ -692,6 +697,29 @@ __global__ void gelu_prepass(const E *__restrict__ x, const E *__restrict__ y, E
     }
 }
 
+/* The MVGELU backward at one position: t = dL/dxg (D values), x and g = dL/dx at component
+ * stride cs. g_a = t_a Phi(x_0), plus phi(x_0) sum_b t_b x_b at a = 0; without the gate
+ * (the plain product) g = t, and x is not read. */
+template <int D, class E, class C, class Tout>
+__device__ __forceinline__ void gate_backward(int gate, const C (&t)[D], const E *__restrict__ x,
+                                              Tout *__restrict__ g, int64_t cs)
+{
+    if (!gate) {
+#pragma unroll
+        for (int a = 0; a < D; ++a)
+            g[a * cs] = store<Tout>(t[a]);
+        return;
+    }
+    const C x0 = load<E>(x[0]), ph = gelu_gate(x0), dph = gelu_gate_grad(x0);
+    C s0 = 0;
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        s0 += t[a] * load<E>(x[a * cs]);
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        g[a * cs] = store<Tout>(t[a] * ph + (a == 0 ? s0 * dph : C(0)));
+}
+
 template <class S, class T> __global__ void convert_kernel(const S *__restrict__ s, T *__restrict__ d, int64_t n)
 {
     for (int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; u < n; u += (int64_t)gridDim.x * blockDim.x)
@@ -731,12 +759,13 @@ template <int ID, class E, int MODE> struct GzCfg {
 };
 
 /* go: (D, B, N_out); w: (P, N_in, N_out); xr, yr: the inputs (for the GELU backward);
- * xg, yg: MVGELU of them; gx, gy: (D, B, N_in) or NULL. */
+ * xg, yg: MVGELU of them (xr, yr themselves when gate is 0); gx, gy: (D, B, N_in) or NULL. */
 template <int ID, class E, int MODE, class Tout>
 __global__ void __launch_bounds__(kThreads, 1)
     gz_kernel(const E *__restrict__ go, const E *__restrict__ w, const E *__restrict__ xr, const E *__restrict__ yr,
               const E *__restrict__ xg, const E *__restrict__ yg, Tout *__restrict__ gx, Tout *__restrict__ gy,
-              int64_t B, int64_t Ni, int64_t No, int vec_go, int vec_w, const __grid_constant__ PairPlan<ID> plan)
+              int64_t B, int64_t Ni, int64_t No, int vec_go, int vec_w, int gate,
+              const __grid_constant__ PairPlan<ID> plan)
 {
     using Cfg = GzCfg<ID, E, MODE>;
     using A = AlgebraTraits<ID>;
@@ -889,27 +918,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                     sT[(D + a) * POS + pos] = ty[a];
                 }
             } else if (ok) {
-                /* MVGELU backward: d/dx_a = gxg_a Phi(x_0), plus sum_a gxg_a x_a phi(x_0) at a = 0 */
-                if (gx) {
-                    const C x0 = load<E>(xr[off]), ph = gelu_gate(x0), dph = gelu_gate_grad(x0);
-                    C s0 = 0;
-#pragma unroll
-                    for (int a = 0; a < D; ++a)
-                        s0 += tx[a] * load<E>(xr[a * BNi + off]);
-#pragma unroll
-                    for (int a = 0; a < D; ++a)
-                        gx[a * BNi + off] = store<Tout>(tx[a] * ph + (a == 0 ? s0 * dph : C(0)));
-                }
-                if (gy) {
-                    const C y0 = load<E>(yr[off]), ph = gelu_gate(y0), dph = gelu_gate_grad(y0);
-                    C s0 = 0;
-#pragma unroll
-                    for (int a = 0; a < D; ++a)
-                        s0 += ty[a] * load<E>(yr[a * BNi + off]);
-#pragma unroll
-                    for (int a = 0; a < D; ++a)
-                        gy[a * BNi + off] = store<Tout>(ty[a] * ph + (a == 0 ? s0 * dph : C(0)));
-                }
+                if (gx)
+                    gate_backward(gate, tx, xr + off, gx + off, BNi);
+                if (gy)
+                    gate_backward(gate, ty, yr + off, gy + off, BNi);
             }
         }
         __syncthreads(); /* the next pass reuses sG / sT */
@@ -1198,8 +1210,10 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 L.go = bp.take((size_t)(D * B * No) * sizeof(E));
             else
                 L.go = L.o; /* in place over o, or unused (go = grad_out) */
-            L.xg = bp.take((size_t)(D * B * Ni) * sizeof(E));
-            L.yg = bp.take((size_t)(D * B * Ni) * sizeof(E));
+            if (a->gate) { /* without the gate, xg and yg are the inputs themselves */
+                L.xg = bp.take((size_t)(D * B * Ni) * sizeof(E));
+                L.yg = bp.take((size_t)(D * B * Ni) * sizeof(E));
+            }
             L.S = gw_splits(a, &L.rows_per_split);
             if (L.S > 1)
                 L.gwp = bp.take((size_t)L.S * (size_t)(P * Ni * No) * sizeof(C));
@@ -1238,7 +1252,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         const dim3 grid((unsigned)(cdiv(B, F::BM) * cdiv(No, F::BN)));
         const int vx = aligned16(x) && aligned16(y) && (Ni * (int64_t)sizeof(E)) % 16 == 0;
         const int vw = aligned16(w) && (No * (int64_t)sizeof(E)) % 16 == 0;
-        kern<<<grid, kThreads, F::SMEM, st>>>(x, y, w, dst, partial, B, Ni, No, vx, vw, Plans<ID>::pair);
+        kern<<<grid, kThreads, F::SMEM, st>>>(x, y, w, dst, partial, B, Ni, No, vx, vw, a->gate, Plans<ID>::pair);
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     }
@@ -1311,9 +1325,13 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 return s;
             x = xc, y = yc, w = wc;
         }
-        E *xg = (E *)(ws + L.xg), *yg = (E *)(ws + L.yg);
-        gelu_prepass<ID, E><<<grid_for(2 * B * Ni, 256), 256, 0, st>>>(x, y, xg, yg, B * Ni);
-        FC_LAUNCH_CHECK(st);
+        const E *xg = x, *yg = y;
+        if (a->gate) {
+            E *xgw = (E *)(ws + L.xg), *ygw = (E *)(ws + L.yg);
+            gelu_prepass<ID, E><<<grid_for(2 * B * Ni, 256), 256, 0, st>>>(x, y, xgw, ygw, B * Ni);
+            FC_LAUNCH_CHECK(st);
+            xg = xgw, yg = ygw;
+        }
 
         const E *go;
         if (a->normalize) {
@@ -1342,7 +1360,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
             const dim3 grid((unsigned)(cdiv(B, Z::BM) * cdiv(Ni, Z::BN)));
             const int vw = aligned16(w) && (No * (int64_t)sizeof(E)) % 16 == 0;
             kern<<<grid, kThreads, Z::SMEM, st>>>(go, w, x, y, xg, yg, (Tio *)a->grad_x, (Tio *)a->grad_y, B, Ni, No,
-                                                  vgo, vw, Plans<ID>::pair);
+                                                  vgo, vw, a->gate, Plans<ID>::pair);
             FC_LAUNCH_CHECK(st);
         }
         if (need_w) {
