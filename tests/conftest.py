@@ -1,10 +1,11 @@
 """Shared test helpers: the relative-error measure, per-dtype tolerances, seeded data,
-the torch skip and the `gpu` marker.
+the torch skip, the `gpu` marker and the side-stream mode of the GPU tests.
 
 Multivectors are (D, *batch, N) as in SPEC section 2.
 """
 
 import importlib.util
+import os
 import zlib
 
 import numpy as np
@@ -116,3 +117,31 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+# FLASHCLIFFORD_TEST_SIDE_STREAM=1 (tests/gpu_check.sh, stage `sidestream`): every `gpu` test runs
+# with a non-default stream current, as PyTorch's own CUDA tests do (TESTPLAN H3). torch's streams
+# do not synchronize with the legacy default stream, so work issued there instead of on the
+# caller's stream races with the test's own and shows up as wrong values.
+SIDE_STREAM = os.environ.get("FLASHCLIFFORD_TEST_SIDE_STREAM") == "1"
+_side_stream = None  # one for the session: per-test streams would scatter the allocator's cache
+
+
+@pytest.fixture(autouse=True)
+def _gpu_test_on_side_stream(request):
+    if not (SIDE_STREAM and HAVE_TORCH and request.node.get_closest_marker("gpu")):
+        yield
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        yield
+        return
+    global _side_stream
+    if _side_stream is None:
+        _side_stream = torch.cuda.Stream()
+    side = _side_stream
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        yield
+    torch.cuda.current_stream().wait_stream(side)

@@ -1,10 +1,23 @@
 """Small cases of every CUDA kernel, for compute-sanitizer (run by tests/gpu_check.sh).
 
-    python tests/gpu_sanitize.py [--quick]   every algebra x dtype x normalize, forward and
-                                             backward, resident and two-pass rows, aligned
-                                             and misaligned (--quick: two algebras, fp32/bf16)
-    python tests/gpu_sanitize.py --canary    a deliberate out-of-bounds write (CuPy): the
-                                             sanitizer must report it, else its run proves nothing
+    python tests/gpu_sanitize.py [--quick]   SGP: every algebra x dtype x normalize, forward and
+                                             backward, resident and two-pass rows, aligned and
+                                             misaligned. FCGP: every algebra x mode (float64, float32
+                                             "highest" / "tf32" / "bf16", bfloat16, float16) x
+                                             normalize, forward and backward with saved and with
+                                             recomputed norms, element loads with every tail and
+                                             16-byte rows (cp.async). Both ops also without the
+                                             gate. --quick: two algebras (Cl(3,0), and Cl(1,3)
+                                             whose gz kernel takes several passes), SGP
+                                             float32/bfloat16, FCGP every mode but float64.
+    python tests/gpu_sanitize.py --canary NAME      an out-of-bounds write in a kernel called NAME
+    python tests/gpu_sanitize.py --race-canary NAME an unsynchronized shared-memory race in NAME
+                                             (CuPy): the sanitizer must report them, under the same
+                                             --kernel-name filters as the real run, else that run
+                                             proves nothing
+
+Inputs are made on the host and copied over (cudaMemcpy), so initcheck sees them written even
+though the kernel-name filter leaves PyTorch's own kernels uninstrumented.
 """
 
 import sys
@@ -13,21 +26,53 @@ import torch
 
 import flashclifford as fc
 
+# FCGP modes: (dtype, precision)
+FCGP_MODES = {
+    "float64": (torch.float64, "highest"),
+    "float32": (torch.float32, "highest"),
+    "tf32": (torch.float32, "tf32"),
+    "fp32-bf16": (torch.float32, "bf16"),
+    "bfloat16": (torch.bfloat16, "highest"),
+    "float16": (torch.float16, "highest"),
+}
+# (B, N_in, N_out): element loads, tails in rows, K and columns, several gW batch splits (the gW
+# kernel steps through at most 32 rows); then 16-byte rows (cp.async), N_out > N_in, a row tail
+FCGP_SHAPES = [(67, 45, 70), (70, 64, 96)]
 
-def canary():
+
+def host(*shape, dtype):
+    return torch.randn(*shape, dtype=torch.float32).to(dtype)
+
+
+def dev(t):
+    return t.to("cuda")
+
+
+def leaves(*ts):
+    return [dev(t).requires_grad_() for t in ts]
+
+
+def canary(name):
     import cupy
 
-    k = cupy.RawKernel(r'extern "C" __global__ void canary(float *p) { p[threadIdx.x + 1] = 1.0f; }', "canary")
+    src = f'extern "C" __global__ void {name}(float *p) {{ p[threadIdx.x + 1] = 1.0f; }}'
     a = cupy.zeros(32, dtype=cupy.float32)
-    k((1,), (32,), (a,))  # writes one element past the end
+    cupy.RawKernel(src, name)((1,), (32,), (a,))  # writes one element past the end
     cupy.cuda.runtime.deviceSynchronize()
 
 
-def run(quick):
-    algebras = [fc.Algebra(3), fc.Algebra((1, -1, -1, -1))] if quick else [fc.Algebra(m) for m in
-                                                                            fc.algebra.KERNEL_METRICS]
-    dtypes = [torch.float32, torch.bfloat16] if quick else [torch.float32, torch.float64, torch.bfloat16,
-                                                            torch.float16]
+def race_canary(name):
+    import cupy
+
+    # every thread writes s and reads it back with no barrier: WAW and RAW across the two warps
+    src = (f'extern "C" __global__ void {name}(float *p) {{ __shared__ float s; s = (float)threadIdx.x; '
+           f'p[threadIdx.x] = s; }}')
+    a = cupy.zeros(64, dtype=cupy.float32)
+    cupy.RawKernel(src, name)((1,), (64,), (a,))
+    cupy.cuda.runtime.deviceSynchronize()
+
+
+def run_sgp(algebras, dtypes):
     shapes = [(3, 37), (2, 5000)]  # a resident row, and one long enough for the two-pass path
     n = 0
     for alg in algebras:
@@ -35,22 +80,68 @@ def run(quick):
             for B, N in shapes:
                 for normalize in (True, False):
                     for offset in (0, 1):
-                        base = torch.randn(alg.D * B * N + offset, device="cuda").to(dtype)
-                        x = base[offset:].view(alg.D, B, N)
-                        y = torch.randn_like(x)
-                        w = torch.randn(N, alg.P, device="cuda", dtype=dtype)
-                        xs, ys, ws = (t.clone().requires_grad_() for t in (x, y, w))
-                        out = fc.gelu_sgp_norm(xs, ys, ws, alg, normalize)
-                        out.backward(torch.randn_like(out))
-                        # the raw backward without saved norms (recompute path)
-                        fc.ops.sgp_backward(torch.randn_like(x), x, y, w, alg, normalize)
+                        flat = host(alg.D * B * N + offset, dtype=dtype)
+                        xh = flat[offset:].view(alg.D, B, N)
+                        x = dev(flat)[offset:].view(alg.D, B, N)  # offset 1: no vector loads
+                        yh, gh = host(alg.D, B, N, dtype=dtype), host(alg.D, B, N, dtype=dtype)
+                        wh = host(N, alg.P, dtype=dtype)
+                        y, w, g = dev(yh), dev(wh), dev(gh)
+                        out = fc.gelu_sgp_norm(*leaves(xh, yh, wh), alg, normalize)
+                        out.backward(g)  # the norms saved by the forward
+                        # the raw ops on x as it lies: forward, and backward recomputing the norms;
+                        # with normalize also without the gate (the plain product)
+                        for gate in (True, False) if normalize else (True,):
+                            fc.ops.sgp_forward(x, y, w, alg, normalize, gate=gate)
+                            fc.ops.sgp_backward(g, x, y, w, alg, normalize, gate=gate)
                         n += 1
+    return n
+
+
+def run_fcgp(algebras, modes, quick):
+    n = 0
+    for alg in algebras:
+        for mode in modes:
+            dtype, precision = FCGP_MODES[mode]
+            for k, (B, n_in, n_out) in enumerate(FCGP_SHAPES):
+                for normalize in (True, False):
+                    if quick and normalize != (k == 0):  # quick: normalize on the first shape only
+                        continue
+                    x, y = host(alg.D, B, n_in, dtype=dtype), host(alg.D, B, n_in, dtype=dtype)
+                    w = (torch.randn(alg.P, n_in, n_out) / n_in**0.5).to(dtype)
+                    g = host(alg.D, B, n_out, dtype=dtype)
+                    xs, ys, ws = leaves(x, y, w)
+                    out = fc.gelu_fcgp_norm(xs, ys, ws, alg, normalize, precision=precision)
+                    out.backward(dev(g))  # the norms saved by the forward
+                    # the raw ops: forward without norms, backward recomputing them; with normalize
+                    # also without the gate (the plain product: no GELU pass, x and y read as they are)
+                    xd, yd, wd, gd = dev(x), dev(y), dev(w), dev(g)
+                    for gate in (True, False) if normalize else (True,):
+                        fc.ops.fcgp_forward(xd, yd, wd, alg, normalize, precision, gate=gate)
+                        fc.ops.fcgp_backward(gd, xd, yd, wd, alg, normalize, precision, gate=gate)
+                    n += 1
+    return n
+
+
+def run(quick):
+    torch.manual_seed(0)
+    if quick:
+        algebras = [fc.Algebra(3), fc.Algebra((1, -1, -1, -1))]
+        sgp_dtypes = [torch.float32, torch.bfloat16]
+        modes = [m for m in FCGP_MODES if m != "float64"]
+    else:
+        algebras = [fc.Algebra(m) for m in fc.algebra.KERNEL_METRICS]
+        sgp_dtypes = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
+        modes = list(FCGP_MODES)
+    n_sgp = run_sgp(algebras, sgp_dtypes)
+    n_fcgp = run_fcgp(algebras, modes, quick)
     torch.cuda.synchronize()
-    print(f"gpu_sanitize: {n} cases ran")
+    print(f"gpu_sanitize: {n_sgp} SGP and {n_fcgp} FCGP cases ran")
 
 
 if __name__ == "__main__":
     if "--canary" in sys.argv:
-        canary()
+        canary(sys.argv[sys.argv.index("--canary") + 1])
+    elif "--race-canary" in sys.argv:
+        race_canary(sys.argv[sys.argv.index("--race-canary") + 1])
     else:
         run("--quick" in sys.argv)

@@ -2,58 +2,17 @@
 the float64 einsum, CUDA vs CPU backend, long rows (the two-pass path), determinism, side
 streams and stream ordering, CUDA graphs, DLPack results, misaligned inputs, OOM, cuda:1."""
 
-import numpy as np
 import pytest
-from conftest import ALGEBRAS, assert_rel, input_sensitivity, rel_err
+from conftest import ALGEBRAS, rel_err
 
 torch = pytest.importorskip("torch")
+
+from gpu_util import check, make, np64  # noqa: E402
 
 import flashclifford as fc  # noqa: E402
 from flashclifford import reference  # noqa: E402
 
 pytestmark = pytest.mark.gpu
-
-# float64 1e-12, float32 1e-5 (SPEC); half types: the reference of the rounded inputs,
-# output rounded once to the type (bf16 2e-2, fp16 5e-3, SPEC)
-TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 5e-3}
-
-
-def make(alg, shape, dtype, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    x = torch.randn(alg.D, *shape, generator=g, device="cuda", dtype=torch.float32).to(dtype)
-    y = torch.randn(alg.D, *shape, generator=g, device="cuda", dtype=torch.float32).to(dtype)
-    w = torch.randn(shape[-1], alg.P, generator=g, device="cuda", dtype=torch.float32).to(dtype)
-    return x, y, w
-
-
-def np64(t):
-    return t.detach().double().cpu().numpy()
-
-
-def check(alg, shape, dtype, normalize, seed=0):
-    x, y, w = (t.requires_grad_() for t in make(alg, shape, dtype, seed))
-    out = fc.gelu_sgp_norm(x, y, w, alg, normalize)
-    assert out.dtype == dtype and out.is_cuda
-    tol = TOL[dtype]
-    args = [np64(t) for t in (x, y, w)]
-    ref = reference.sgp_np(*args, alg, normalize)
-    g = torch.randn_like(out)
-    out.backward(g)
-    refs = reference.sgp_backward_np(np64(g), *args, alg, normalize)
-    if dtype == torch.float32:
-        # float32: SPEC's 1e-5, or 10x the reference's own sensitivity to float32 rounding
-        # where a normalized indefinite grade cancels (few features): see conftest
-        assert_rel(np64(out), ref, np.float32, "out", lambda: input_sensitivity(
-            lambda *a: reference.sgp_np(*a, alg, normalize), *args)[0])
-        sens = lambda: input_sensitivity(lambda *a: reference.sgp_backward_np(*a, alg, normalize), np64(g), *args)
-        for k, (name, t, r) in enumerate(zip("xyw", (x, y, w), refs)):
-            assert_rel(np64(t.grad), r, np.float32, name, lambda k=k: sens()[k])
-        return
-    assert rel_err(np64(out), ref) <= tol
-    # half-type gradients accumulate over the batch in float32 but are rounded inputs: 10x (TESTPLAN 5.1)
-    gtol = tol if dtype == torch.float64 else 10 * tol
-    for name, t, r in zip("xyw", (x, y, w), refs):
-        assert rel_err(np64(t.grad), r) <= gtol, name
 
 
 @pytest.mark.parametrize("normalize", [True, False])
