@@ -63,6 +63,7 @@ static Alg make_alg(int id)
     Alg r;
     r.tb = fc::make_table(m[0], m[1], m[2], m[3], m[4]);
     memset(&r.a, 0, sizeof r.a);
+    r.a.gate = 1;
     r.a.id = id;
     r.a.name = names[id];
     r.a.n = r.tb.n, r.a.D = r.tb.D, r.a.G = r.tb.G, r.a.P = r.tb.P, r.a.T = r.tb.T;
@@ -327,6 +328,7 @@ static void check_case(int id, int64_t B, int64_t Ni, int64_t No, bool normalize
         void *dout = poisoned(D * B * No, esize(M.dt)), *dn = poisoned(B * G, esize(cd));
         fc_args a;
         memset(&a, 0, sizeof a);
+        a.gate = 1;
         a.alg = &al.a;
         a.dtype = M.dt;
         a.B = B, a.N_in = Ni, a.N_out = No;
@@ -405,6 +407,7 @@ static void check_edges()
                  *gw = poisoned(P * s.Ni * s.No, esize(M.dt));
             fc_args a;
             memset(&a, 0, sizeof a);
+            a.gate = 1;
             a.alg = &al.a, a.dtype = M.dt, a.B = s.B, a.N_in = s.Ni, a.N_out = s.No, a.normalize = 1,
             a.precision = M.prec;
             a.x = dx, a.y = dy, a.weight = dw, a.out = dout, a.norms = dn;
@@ -493,6 +496,7 @@ static void timing(int64_t B, int64_t N, bool once = false)
                  *gw = poisoned(P * N * N, esize(M.dt));
             fc_args a;
             memset(&a, 0, sizeof a);
+            a.gate = 1;
             a.alg = &al.a, a.dtype = M.dt, a.B = B, a.N_in = N, a.N_out = N, a.normalize = 1, a.precision = M.prec;
             a.x = dx, a.y = dy, a.weight = dw, a.out = dout, a.norms = dn;
             fc_args b = a;

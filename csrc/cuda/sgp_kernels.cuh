@@ -278,11 +278,33 @@ __device__ __forceinline__ void prefetch_row(T *st, const T *__restrict__ x, con
 }
 
 /* Shared memory of a block, in bytes from the start: the norm reduction scratch, then (each
- * 16-byte aligned) the staged weights and the x/y stages (forward) or the weight-gradient
- * accumulators (backward). Offsets of 0 mean absent. */
+ * 16-byte aligned) the weight-gradient accumulators (backward), the staged weights and the
+ * double-buffered input stages. Offsets of 0 mean absent. */
 struct Layout {
-    size_t ws_off, aux_off, total;
+    size_t acc_off, ws_off, pipe_off, total;
 };
+
+/* Queue rows [b0, b0 + blockDim.y) of x, y (and g when given), each (D, B, N), into a stage
+ * laid out [input component][row][N], in 16-byte pieces shared by all threads of the block
+ * (so a barrier must follow the wait). Rows past B are skipped. N * sizeof(T) % 16 == 0. */
+template <int D, class T>
+__device__ __forceinline__ void prefetch_rows(T *st, const T *__restrict__ x, const T *__restrict__ y,
+                                              const T *__restrict__ g, int64_t BN, int64_t b0, int64_t B, int64_t N,
+                                              int tid, int nthreads)
+{
+    constexpr int E = 16 / sizeof(T);
+    const int pieces = (int)(N / E), rows = blockDim.y, K = g ? 3 * D : 2 * D;
+    const int total = K * rows * pieces;
+    for (int i = tid; i < total; i += nthreads) {
+        const int piece = i % pieces, kr = i / pieces, r = kr % rows, k = kr / rows;
+        const int64_t b = b0 + r;
+        if (b >= B)
+            continue;
+        const T *src = k < D ? x + k * BN : (k < 2 * D ? y + (k - D) * BN : g + (k - 2 * D) * BN);
+        cp_async<16>(st + ((int64_t)k * rows + r) * N + (int64_t)piece * E, src + b * N + (int64_t)piece * E);
+    }
+    cp_async_commit();
+}
 
 template <int ALG, class T, int F, bool RESIDENT>
 __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict__ y, const T *__restrict__ w,
@@ -295,7 +317,7 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
     extern __shared__ __align__(16) unsigned char smem_raw[];
     C *red = reinterpret_cast<C *>(smem_raw) + threadIdx.y * (blockDim.x / 32) * G;
     const T *ws = RESIDENT && lay.ws_off ? reinterpret_cast<T *>(smem_raw + lay.ws_off) : nullptr;
-    T *stages = RESIDENT && lay.aux_off ? reinterpret_cast<T *>(smem_raw + lay.aux_off) : nullptr;
+    T *stages = RESIDENT && lay.pipe_off ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
     const int64_t stage_elems = (int64_t)2 * D * nthreads * F;
@@ -376,7 +398,7 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
 }
 
 /* Backward. The weight gradient of this block's rows is accumulated per feature in shared
- * memory (lay.aux_off; one [P][L] slice per row group, L = the row's padded length, column
+ * memory (lay.acc_off; one [P][L] slice per row group, L = the row's padded length, column
  * ch * tx * F + f * tx + thread: each thread updates only its own words, no atomics and no
  * bank conflicts), then written to the block's partial slot (N, P) in fixed order. When that
  * does not fit (very long rows; then one row group per block) the slot in global memory
@@ -402,7 +424,14 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
     const int64_t chunks = RESIDENT ? 1 : (N + chunk_stride - 1) / chunk_stride;
     const int64_t L = chunks * chunk_stride;
     C *slot = partial + (int64_t)blockIdx.x * N * P; /* this block's weight-gradient partial */
-    C *gacc = lay.aux_off ? reinterpret_cast<C *>(smem_raw + lay.aux_off) : nullptr;
+    C *gacc = lay.acc_off ? reinterpret_cast<C *>(smem_raw + lay.acc_off) : nullptr;
+    /* resident rows with 16-byte aligned rows: x, y, grad_out of the next rows stream into
+     * shared memory while these are computed (double-buffered, [3D][rows][N]) */
+    T *stages = RESIDENT && lay.pipe_off ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
+    const int64_t row_step = (int64_t)gridDim.x * blockDim.y;
+    const int64_t stage_elems = (int64_t)3 * D * blockDim.y * N;
+    if (stages)
+        prefetch_rows<D>(stages, x, y, gout, BN, (int64_t)blockIdx.x * blockDim.y, B, N, tid, nthreads);
     if (gacc) {
         for (int64_t i = tid; i < (int64_t)blockDim.y * P * L; i += nthreads)
             gacc[i] = 0;
@@ -420,13 +449,28 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
     }
 
     Chunk<ALG, T, F> c;
-    for (int64_t base = (int64_t)blockIdx.x * blockDim.y; base < B; base += (int64_t)gridDim.x * blockDim.y) {
+    int it = 0;
+    for (int64_t base = (int64_t)blockIdx.x * blockDim.y; base < B; base += row_step, ++it) {
         const int64_t b = base + threadIdx.y;
         const bool valid = b < B;
         const int64_t row = b * N;
+        /* where this row's inputs are read: global memory, or the stage (component stride S) */
+        const T *xs = x, *ys = y, *gs = gout;
+        int64_t S = BN, roff = row;
+        if (stages) {
+            cp_async_wait<0>();
+            __syncthreads(); /* every piece of this stage landed; the other stage is free again */
+            prefetch_rows<D>(stages + ((it + 1) & 1) * stage_elems, x, y, gout, BN, base + row_step, B, N, tid,
+                             nthreads);
+            xs = stages + (it & 1) * stage_elems;
+            S = (int64_t)blockDim.y * N;
+            ys = xs + D * S;
+            gs = ys + D * S;
+            roff = (int64_t)threadIdx.y * N;
+        }
         C go[D][F];
         C red_v[2 * G]; /* dot_g, then q_g when norms were not saved */
-        C r[G], dcoef[G];
+        C r[G], rinv[G], dcoef[G];
 #pragma unroll
         for (int k = 0; k < 2 * G; ++k)
             red_v[k] = 0;
@@ -434,12 +478,12 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
             for (int64_t ch = 0; ch < chunks; ++ch) {
                 const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
                 if (valid && n0 < N) {
-                    c.load_inputs(x, y, BN, row, n0, N, vec, gate);
+                    c.load_inputs(xs, ys, S, roff, n0, N, vec, gate);
                     c.product(w, ws, n0, N);
                     static_for<D>([&](auto i) {
                         constexpr int a = decltype(i)::value;
                         constexpr int g = A::table.grade[a];
-                        load_chunk<T, F>(gout + a * BN + row, n0, N, vec, go[a]);
+                        load_chunk<T, F>(gs + a * S + roff, n0, N, vec, go[a]);
 #pragma unroll
                         for (int f = 0; f < F; ++f)
                             red_v[g] += go[a][f] * c.o[a][f];
@@ -463,20 +507,21 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
                              : sqrt((N > 0 ? red_v[G + g] / C(N) : C(0)) + C(FC_NORM_EPS));
                 /* through r: d out_A / d o = -dot_g sign(t_g) s_A o_A / (N r^3) */
                 dcoef[g] = N > 0 ? red_v[g] / (C(N) * r[g] * r[g] * r[g]) : C(0);
+                rinv[g] = C(1) / r[g];
             }
         }
         for (int64_t ch = 0; ch < chunks; ++ch) {
             const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
             if (!(valid && n0 < N))
                 continue;
-            /* read again (mostly from L2, the row was just read): holding x, y, o and
-             * grad_out across the reduction would double the registers a thread needs */
-            c.load_inputs(x, y, BN, row, n0, N, vec, gate);
+            /* read again (from the stage, else mostly from L2: the row was just read): holding
+             * x, y, o and grad_out across the reduction would double the registers a thread needs */
+            c.load_inputs(xs, ys, S, roff, n0, N, vec, gate);
             if (normalize)
                 c.product(w, ws, n0, N);
 #pragma unroll
             for (int a = 0; a < D; ++a)
-                load_chunk<T, F>(gout + a * BN + row, n0, N, vec, go[a]);
+                load_chunk<T, F>(gs + a * S + roff, n0, N, vec, go[a]);
             if (normalize) {
                 C t[G][F];
                 c.grade_squares(t);
@@ -486,7 +531,7 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
                     constexpr int s = A::table.grade_sign[a];
 #pragma unroll
                     for (int f = 0; f < F; ++f)
-                        go[a][f] = go[a][f] / r[g] - dcoef[g] * sign_of(t[g][f]) * C(s) * c.o[a][f];
+                        go[a][f] = go[a][f] * rinv[g] - dcoef[g] * sign_of(t[g][f]) * C(s) * c.o[a][f];
                 });
             }
             /* through the product and the gates */
@@ -548,10 +593,12 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
             }
         }
     }
-    if (lay.aux_off) {
+    if (stages)
+        cp_async_wait<0>(); /* the last (empty) prefetch */
+    if (lay.acc_off) {
         /* the row groups' accumulators, added in order, into the block's (N, P) slot */
         __syncthreads();
-        const C *g0 = reinterpret_cast<const C *>(smem_raw + lay.aux_off);
+        const C *g0 = reinterpret_cast<const C *>(smem_raw + lay.acc_off);
         for (int64_t k = tid; k < N * P; k += nthreads) {
             const int64_t n = k / P;
             const int p = (int)(k % P);
@@ -565,17 +612,30 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
     }
 }
 
-/* grad_weight[k] = sum over s of partial[s][k], s in order: deterministic. */
+/* grad_weight[k] = sum over s of partial[s][k] in a fixed order, so deterministic: the S
+ * slots are cut into blockDim.y contiguous segments, each summed in order by one thread
+ * (threadIdx.x picks k, so a warp reads 32 consecutive words), and the segment sums are
+ * added in segment order. */
 template <class T>
 __global__ void sum_partials_kernel(const typename Compute<T>::type *__restrict__ partial, T *__restrict__ out,
                                     int64_t S, int64_t K)
 {
     using C = typename Compute<T>::type;
-    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < K; k += (int64_t)gridDim.x * blockDim.x) {
-        C s = 0;
-        for (int64_t i = 0; i < S; ++i)
-            s += partial[i * K + k];
-        out[k] = store<T>(s);
+    __shared__ C seg[8][32];
+    const int64_t k = (int64_t)blockIdx.x * 32 + threadIdx.x;
+    const int64_t per = (S + blockDim.y - 1) / blockDim.y;
+    const int64_t s0 = threadIdx.y * per, s1 = s0 + per < S ? s0 + per : S;
+    C sum = 0;
+    if (k < K)
+        for (int64_t i = s0; i < s1; ++i)
+            sum += partial[i * K + k];
+    seg[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.y == 0 && k < K) {
+        C total = 0;
+        for (int j = 0; j < (int)blockDim.y; ++j)
+            total += seg[j][threadIdx.x];
+        out[k] = store<T>(total);
     }
 }
 
@@ -638,6 +698,8 @@ template <int ALG, class T, bool BWD, bool RESIDENT> constexpr auto kernel()
         return sgp_forward_kernel<ALG, T, fwd_features<A::D, T>(), RESIDENT>;
 }
 
+/* vec: the inputs allow the prefetch stages (forward: F-element aligned; backward: rows of
+ * whole 16-byte pieces, 16-byte aligned) */
 template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device, bool vec)
 {
     using A = AlgebraTraits<ALG>;
@@ -666,11 +728,11 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
         const int64_t L = (c.resident ? 1 : (N + (int64_t)c.tx * c.F - 1) / ((int64_t)c.tx * c.F)) * c.tx * c.F;
         const size_t acc = (size_t)c.ty * P * L * sizeof(C);
         if (used + acc <= limit) {
-            c.lay.aux_off = used;
+            c.lay.acc_off = used;
             used = align16(used + acc);
         }
         /* without shared accumulators the row groups of a block would share its slot */
-        if (!c.lay.aux_off && c.ty > 1) {
+        if (!c.lay.acc_off && c.ty > 1) {
             c.ty = 1;
             used = align16((size_t)warps * 2 * A::G * sizeof(C));
         }
@@ -680,10 +742,10 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
         c.lay.ws_off = used;
         used = align16(used + stage);
     }
-    if (!BWD && c.resident && vec && pipe_enabled()) {
-        const size_t pipe = (size_t)2 * 2 * D * threads * c.F * sizeof(T);
+    if (c.resident && vec && pipe_enabled()) {
+        const size_t pipe = BWD ? (size_t)2 * 3 * D * c.ty * N * sizeof(T) : (size_t)2 * 2 * D * threads * c.F * sizeof(T);
         if (used + pipe <= limit) {
-            c.lay.aux_off = used;
+            c.lay.pipe_off = used;
             used = align16(used + pipe);
         }
     }
@@ -758,8 +820,10 @@ template <int ALG, class T> size_t partial_bytes(const fc_args *a)
     using C = typename Compute<T>::type;
     if (a->B == 0 || a->N_in == 0)
         return 0;
-    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, false);
-    return (size_t)cfg.grid * (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(C);
+    /* the grid (one slot a block) depends on whether the stages fit: take the larger */
+    const Config c0 = make_config<ALG, T, true>(a->B, a->N_in, a->device, false);
+    const Config c1 = make_config<ALG, T, true>(a->B, a->N_in, a->device, true);
+    return (size_t)std::max(c0.grid, c1.grid) * (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(C);
 }
 
 template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t stream)
@@ -780,7 +844,8 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
         return FC_ERR_VALUE;
     }
     const bool vec = vec_ok<T, F>(a->N_in, {a->x, a->y, a->grad_out, a->grad_x, a->grad_y});
-    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, vec);
+    const bool pieces = vec && (a->N_in * sizeof(T)) % 16 == 0 && vec_ok<T, 16 / sizeof(T)>(a->N_in, {a->x, a->y, a->grad_out});
+    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, pieces);
     C *partial = (C *)a->workspace;
     if (fc_status st = launch<ALG, T, true>(cfg, stream, (const T *)a->grad_out, (const T *)a->x, (const T *)a->y,
                                             (const T *)a->weight, (const C *)a->norms, (T *)a->grad_x,
@@ -789,9 +854,8 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
         return st;
     if (a->grad_weight) {
         const int64_t K = a->N_in * P;
-        const int threads = 256;
-        const int64_t blocks = std::min<int64_t>((K + threads - 1) / threads, 65535);
-        sum_partials_kernel<T><<<(unsigned)blocks, threads, 0, stream>>>(partial, (T *)a->grad_weight, cfg.grid, K);
+        sum_partials_kernel<T><<<(unsigned)((K + 31) / 32), dim3(32, 8), 0, stream>>>(partial, (T *)a->grad_weight,
+                                                                                    cfg.grid, K);
         FC_LAUNCH_CHECK(stream);
     }
     return FC_OK;
