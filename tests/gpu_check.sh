@@ -5,7 +5,7 @@
 #                                      (memcheck, racecheck, initcheck, synccheck, after canaries),
 #                                      and the benchmark table of issue 3
 # STAGES=build,test,sidestream,sanitize,bench selects stages; SANITIZE_TOOLS="memcheck racecheck"
-# selects sanitizer tools; SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
+# selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
 # logs and results go to $OUT (default gpu_check_out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -70,7 +70,7 @@ if has sanitize; then
     for tool in $SANITIZE_TOOLS; do
         step "compute-sanitizer $tool"
         quick=--quick
-        [ "$tool" = memcheck ] && quick=
+        [ "$tool" = memcheck ] && [ "${SANITIZE_QUICK:-0}" != 1 ] && quick=
         start=$SECONDS
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 9 \
             "${filters[@]}" python3 tests/gpu_sanitize.py $quick >"$OUT/sanitize_$tool.log" 2>&1
