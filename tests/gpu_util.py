@@ -75,7 +75,7 @@ def stream_handle():
     return torch.cuda.current_stream().cuda_stream
 
 
-def noise_sensitivity(fn, args, u, samples=3):
+def noise_sensitivity(fn, args, u, samples=10):
     """conftest.input_sensitivity with relative noise u instead of 2^-24 (fp32 rounding)."""
     rng = np.random.default_rng(0)
     base = fn(*args)
