@@ -514,14 +514,16 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
             const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
             if (!(valid && n0 < N))
                 continue;
-            /* read again (from the stage, else mostly from L2: the row was just read): holding
-             * x, y, o and grad_out across the reduction would double the registers a thread needs */
-            c.load_inputs(xs, ys, S, roff, n0, N, vec, gate);
-            if (normalize)
-                c.product(w, ws, n0, N);
+            /* resident rows keep x, y, o and grad_out in registers across the reduction (F is
+             * small enough for that); longer rows read them again, from L2 mostly */
+            if (!RESIDENT || !normalize) {
+                c.load_inputs(xs, ys, S, roff, n0, N, vec, gate);
+                if (normalize)
+                    c.product(w, ws, n0, N);
 #pragma unroll
-            for (int a = 0; a < D; ++a)
-                load_chunk<T, F>(gs + a * S + roff, n0, N, vec, go[a]);
+                for (int a = 0; a < D; ++a)
+                    load_chunk<T, F>(gs + a * S + roff, n0, N, vec, go[a]);
+            }
             if (normalize) {
                 C t[G][F];
                 c.grade_squares(t);
@@ -541,7 +543,7 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
                 const int64_t n = n0 + f;
                 /* xg_i = x_i Phi(x0), yg_k = y_k Phi(y0): the gates scale every term */
                 const C gg = n < N ? c.gx[f] * c.gy[f] : C(0);
-                const int64_t col = ch * chunk_stride + f * tx + threadIdx.x;
+                const int col = (int)(ch * chunk_stride) + f * tx + threadIdx.x; /* shared: < 2^31 */
 #pragma unroll
                 for (int a = 0; a < D; ++a)
                     gxv[a][f] = gyv[a][f] = 0;
@@ -560,7 +562,7 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
                     gp += C(e.sign) * xi * gy_;
                     if constexpr (Order::last(U)) {
                         if (gacc)
-                            gacc[e.path * L + col] += gp * gg;
+                            gacc[e.path * (int)L + col] += gp * gg;
                         else if (n < N)
                             slot[n * P + e.path] += gp * gg;
                     }
