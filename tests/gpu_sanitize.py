@@ -55,18 +55,21 @@ def leaves(*ts):
 def canary(name):
     import cupy
 
-    src = f'extern "C" __global__ void {name}(float *p) {{ p[threadIdx.x + 1] = 1.0f; }}'
+    # writes 256 MiB past the end of a 128-byte array: outside any allocation (one element past
+    # the end would stay inside CuPy's rounded-up pool block, which memcheck cannot see)
+    src = f'extern "C" __global__ void {name}(float *p) {{ p[threadIdx.x + (1u << 26)] = 1.0f; }}'
     a = cupy.zeros(32, dtype=cupy.float32)
-    cupy.RawKernel(src, name)((1,), (32,), (a,))  # writes one element past the end
+    cupy.RawKernel(src, name)((1,), (32,), (a,))
     cupy.cuda.runtime.deviceSynchronize()
 
 
 def race_canary(name):
     import cupy
 
-    # every thread writes s and reads it back with no barrier: WAW and RAW across the two warps
-    src = (f'extern "C" __global__ void {name}(float *p) {{ __shared__ float s; s = (float)threadIdx.x; '
-           f'p[threadIdx.x] = s; }}')
+    # each thread writes its word of shared memory and reads another warp's word with no
+    # barrier in between: read-after-write hazards across warps
+    src = (f'extern "C" __global__ void {name}(float *p) {{ __shared__ float s[64]; '
+           f's[threadIdx.x] = (float)threadIdx.x; p[threadIdx.x] = s[63 - threadIdx.x]; }}')
     a = cupy.zeros(64, dtype=cupy.float32)
     cupy.RawKernel(src, name)((1,), (64,), (a,))
     cupy.cuda.runtime.deviceSynchronize()
