@@ -97,9 +97,10 @@ __device__ __forceinline__ double gelu_gate_grad(double t) { return 0.3989422804
 
 template <class C> __device__ __forceinline__ C sign_of(C t) { return t > C(0) ? C(1) : (t < C(0) ? C(-1) : C(0)); }
 
-/* Sum K values over the `warps` warps of one row group, deterministically (a fixed xor
- * tree in each warp, then the warp results added in warp order); every lane gets the sums.
- * smem: warps * K values of C owned by this row group. Contains __syncthreads: every
+/* Sum K values over the `warps` (<= 32) warps of one row group, deterministically: a fixed
+ * xor tree in each warp, then the warp results through shared memory and the same fixed
+ * tree over lanes (lane l holds warp l's value); every lane of every warp gets the same
+ * sums. smem: warps * K values of C owned by this row group. Contains __syncthreads: every
  * thread of the block must call it the same number of times. */
 template <int K, class C>
 __device__ __forceinline__ void group_sum_runtime(C (&v)[K], C *smem, int warp, int lane, int warps)
@@ -116,11 +117,13 @@ __device__ __forceinline__ void group_sum_runtime(C (&v)[K], C *smem, int warp, 
             smem[warp * K + k] = v[k];
     }
     __syncthreads();
+    /* K loads a thread instead of warps * K (a thread of a 16-warp row used to add 128 words) */
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-        C s = 0;
-        for (int w = 0; w < warps; ++w)
-            s += smem[w * K + k];
+        C s = lane < warps ? smem[lane * K + k] : C(0);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, off);
         v[k] = s;
     }
     __syncthreads(); /* smem may be reused right after */
