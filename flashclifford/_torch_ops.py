@@ -244,6 +244,15 @@ def _plain(*tensors) -> bool:
     )
 
 
+def _require_tensors(**named):
+    """SPEC section 5: a non-tensor argument is a TypeError naming it (the dispatcher would
+    raise a RuntimeError about schemas instead)."""
+    for name, t in named.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__module__}.{type(t).__qualname__} "
+                            "(flashclifford.ops takes any DLPack array)")
+
+
 def _autocast(tensors, device):
     if device.type == "cuda" and torch.is_autocast_enabled("cuda"):
         dtype = torch.get_autocast_dtype("cuda")
@@ -293,6 +302,7 @@ def gelu_sgp_norm(x, y, weight, algebra, normalize: bool = True, *, gate: bool =
     the plain weighted geometric product (normalised if ``normalize``) on the same kernels.
     Works under ``torch.compile(fullgraph=True)``, autocast and CUDA graphs.
     """
+    _require_tensors(x=x, y=y, weight=weight)
     algebra, normalize, gate = kernel_id(algebra), bool(normalize), bool(gate)
     if _plain(x, y, weight):
         x, y, weight = _autocast((x, y, weight), x.device)
@@ -315,6 +325,7 @@ def gelu_fcgp_norm(x, y, weight, algebra, normalize: bool = True, precision=None
     "medium" -> bf16). ``gate=False`` skips the MVGELU: the plain fully connected
     geometric product (normalised if ``normalize``) on the same kernels.
     """
+    _require_tensors(x=x, y=y, weight=weight)
     if precision is None:
         precision = _default_precision()
     algebra, precision = kernel_id(algebra), precision_code(precision)

@@ -771,13 +771,13 @@ def test_raw_algebra_out_of_range_is_a_value_error():
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed")
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="the torch op's dispatcher raises RuntimeError for a non-tensor; SPEC: TypeError")
 def test_torch_op_non_tensor_is_a_type_error():
     import torch
 
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="x: expected a torch.Tensor, got numpy.ndarray"):
         fc.gelu_sgp_norm(np.zeros((8, 1, 2)), torch.zeros(8, 1, 2), torch.zeros(2, 20), 3)
+    with pytest.raises(TypeError, match="weight: expected a torch.Tensor"):
+        fc.gelu_fcgp_norm(torch.zeros(8, 1, 2), torch.zeros(8, 1, 2), [[0.0]], 3)
 
 
 def test_raw_table_functions_reject_out_of_range_ints():
