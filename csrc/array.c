@@ -3,7 +3,10 @@
  *
  * Fast path: a producer type that offers the C exchange API (__dlpack_c_exchange_api__,
  * DLPack 1.3; PyTorch does) lends a borrowed DLTensor without building a capsule, which
- * saves microseconds per argument on every op call. Otherwise the Python protocol:
+ * saves microseconds per argument on every op call. That view comes without the stream
+ * handshake of __dlpack__(stream=...): for a CUDA view we ask the producer for its current
+ * work stream and the op later makes its launch stream wait for it (fc_array_wait_producers);
+ * a producer that cannot say falls back to the capsule. Otherwise the Python protocol:
  * __dlpack_device__, then __dlpack__(stream=..., max_version=(1, 3)), retried without
  * max_version for older producers; the capsule is renamed to used_* and its deleter is
  * called exactly once by fc_array_release, on every path including errors.
@@ -223,6 +226,11 @@ static int init_strings(void)
     return 0;
 }
 
+/* A raw cudaStream_t as we compare and use it: cudaStreamLegacy (0x1) and NULL are both the
+ * legacy default stream (NULL is legacy in PyTorch and in our build, which does not use
+ * --default-stream per-thread); cudaStreamPerThread (0x2) and real streams stay as they are. */
+static intptr_t canonical_stream(intptr_t s) { return s == 1 ? 0 : s; }
+
 /* The exchange-API fast path. Returns 1 when it produced a view, 0 to fall back. */
 static int import_exchange(PyObject *obj, fc_array *a, DLTensor *t)
 {
@@ -236,8 +244,22 @@ static int import_exchange(PyObject *obj, fc_array *a, DLTensor *t)
         const DLPackExchangeAPI *api = PyCapsule_GetPointer(cap, "dlpack_exchange_api");
         if (api && api->header.version.major == 1 && api->dltensor_from_py_object_no_sync) {
             if (api->dltensor_from_py_object_no_sync(obj, t) == 0) {
-                a->borrowed_from = Py_NewRef(obj);
                 ok = 1;
+                int dt = t->device.device_type;
+                if (dt == kDLCUDA || dt == kDLCUDAManaged) {
+                    /* No ordering was done for us: the producer may still be writing the tensor on
+                     * its current stream. Without that stream, __dlpack__(stream=...) orders it. */
+                    void *s = NULL;
+                    if (api->current_work_stream && api->current_work_stream(dt, t->device.device_id, &s) == 0) {
+                        a->wait_producer = 1;
+                        a->producer_stream = canonical_stream((intptr_t)s);
+                    } else {
+                        PyErr_Clear();
+                        ok = 0;
+                    }
+                }
+                if (ok)
+                    a->borrowed_from = Py_NewRef(obj);
             } else {
                 PyErr_Clear(); /* the producer refused (e.g. a tensor that needs grad): use __dlpack__ */
             }
@@ -245,6 +267,35 @@ static int import_exchange(PyObject *obj, fc_array *a, DLTensor *t)
     }
     Py_DECREF(cap);
     return ok;
+}
+
+/* distinct producer streams remembered per call (an op has at most 10 arrays; beyond this a
+ * stream is merely waited for twice) */
+#define FC_MAX_WAITS 16
+
+fc_status fc_array_wait_producers(const fc_array *arrs, int n, intptr_t stream, int device, int *failed)
+{
+    /* All torch inputs of one call share torch's current stream: one event, not one per array. */
+    intptr_t done[FC_MAX_WAITS];
+    int n_done = 0;
+    stream = canonical_stream(stream);
+    for (int i = 0; i < n; ++i) {
+        if (!arrs[i].wait_producer || arrs[i].producer_stream == stream)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < n_done && !seen; ++j)
+            seen = done[j] == arrs[i].producer_stream;
+        if (seen)
+            continue;
+        fc_status st = fc_cuda_stream_wait((void *)stream, (void *)arrs[i].producer_stream, device);
+        if (st != FC_OK) {
+            *failed = i;
+            return st;
+        }
+        if (n_done < FC_MAX_WAITS)
+            done[n_done++] = arrs[i].producer_stream;
+    }
+    return FC_OK;
 }
 
 static int call_dlpack(PyObject *obj, fc_array *a, int device_type, intptr_t stream, PyObject **capsule)

@@ -26,6 +26,11 @@ typedef struct fc_array {
     int readonly;
     int contiguous;          /* C-contiguous; checked by the caller after the shape */
     int64_t strides[FC_MAX_NDIM];
+    /* A view lent by the exchange API comes with no stream ordering: the producer may still be
+     * writing it on producer_stream (a cudaStream_t, 0 = legacy default), so the launch stream
+     * must wait for that stream first (fc_array_wait_producers). */
+    int wait_producer;
+    intptr_t producer_stream;
     /* ownership: at most one is set */
     PyObject *borrowed_from;
     DLManagedTensor *legacy;
@@ -37,6 +42,11 @@ typedef struct fc_array {
  * exception set and nothing owned. */
 int fc_array_import(PyObject *obj, const char *name, intptr_t stream, fc_array *a);
 void fc_array_release(fc_array *a);
+/* Make `stream` (the launch stream, 0 = legacy default) wait for the producer streams recorded
+ * in arrs[0..n) (those with wait_producer), each distinct stream once. Call after validation,
+ * before the first launch; no Python, so the GIL may be released. FC_OK, or the status of the
+ * failed wait with *failed = its index in arrs. */
+fc_status fc_array_wait_producers(const fc_array *arrs, int n, intptr_t stream, int device, int *failed);
 
 size_t fc_dtype_size(int dtype);
 const char *fc_dtype_name(int dtype);

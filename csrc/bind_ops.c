@@ -69,6 +69,18 @@ static int raise_status(PyObject *module, fc_status st)
     return -1;
 }
 
+/* A failed wait for argument k's producer stream: CudaError (a RuntimeError) naming both streams. */
+static int raise_wait_status(PyObject *module, fc_status st, const op_call *c, int k)
+{
+    const char *msg = fc_error_message();
+    PyObject *type = st == FC_ERR_CUDA_OOM ? PyExc_MemoryError
+                     : st == FC_ERR_NO_CUDA ? PyExc_RuntimeError
+                                            : state_of(module)->cuda_error;
+    PyErr_Format(type, "%s: making stream 0x%zx wait for the producer's stream 0x%zx failed: %s", arg_names[k],
+                 (size_t)c->stream, (size_t)c->arr[k].producer_stream, msg[0] ? msg : "CUDA error");
+    return -1;
+}
+
 /* Expected shape of argument k, given the validated x and weight. */
 static int expected_shape(const op_call *c, int k, int64_t *shape)
 {
@@ -284,11 +296,12 @@ static int parse_stream(op_call *c, PyObject *stream)
                      Py_TYPE(stream)->tp_name);
         return -1;
     }
-    long long v = PyLong_AsLongLong(stream);
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(stream, &overflow);
     if (v == -1 && PyErr_Occurred())
         return -1;
-    if (v < 0) {
-        PyErr_Format(PyExc_ValueError, "stream: expected a cudaStream_t handle >= 0, got %lld", v);
+    if (overflow || v < 0) {
+        PyErr_Format(PyExc_ValueError, "stream: expected a cudaStream_t handle >= 0, got %R", stream);
         return -1;
     }
     c->stream = (intptr_t)v;
@@ -413,8 +426,14 @@ static PyObject *run(PyObject *module, op_call *c)
         }
     }
 
+    /* Arrays lent by the exchange API may still be written on their producer's stream: the
+     * launch stream waits for it first (the capsule path had the producer order it). */
+    int wait_failed = -1;
     Py_BEGIN_ALLOW_THREADS
-    st = launch(c, &args);
+    st = c->device_type == kDLCUDA ? fc_array_wait_producers(c->arr, A_COUNT, c->stream, c->device_id, &wait_failed)
+                                   : FC_OK;
+    if (st == FC_OK)
+        st = launch(c, &args);
     if (ws_alloc) {
         fc_status fst = fc_cuda_free(ws_alloc, c->device_id, (void *)c->stream);
         if (st == FC_OK)
@@ -423,7 +442,10 @@ static PyObject *run(PyObject *module, op_call *c)
     }
     Py_END_ALLOW_THREADS
     if (st != FC_OK) {
-        raise_status(module, st);
+        if (wait_failed >= 0)
+            raise_wait_status(module, st, c, wait_failed);
+        else
+            raise_status(module, st);
         goto done;
     }
     ret = c->backward ? PyTuple_Pack(3, c->result[A_GX], c->result[A_GY], c->result[A_GW])
@@ -441,9 +463,29 @@ done:
 }
 
 /* The arguments every entry point shares, after PyArg parsing. */
-static int parse_common(op_call *c, int algebra, PyObject *stream)
+/* The algebra id as a Python int: out of C int range is a ValueError like any bad id (the
+ * "i" format would raise OverflowError). */
+static int parse_algebra_obj(op_call *c, PyObject *algebra)
 {
-    if (parse_algebra(c, algebra) < 0 || parse_stream(c, stream) < 0)
+    if (!PyLong_Check(algebra)) {
+        PyErr_Format(PyExc_TypeError, "algebra: expected an int algebra id, got %.200s", Py_TYPE(algebra)->tp_name);
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(algebra, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || v < 0 || v >= FC_NUM_ALGEBRAS) {
+        PyErr_Format(PyExc_ValueError, "algebra: expected an algebra id from 0 to %d, got %R", FC_NUM_ALGEBRAS - 1,
+                     algebra);
+        return -1;
+    }
+    return parse_algebra(c, (int)v);
+}
+
+static int parse_common(op_call *c, PyObject *algebra, PyObject *stream)
+{
+    if (parse_algebra_obj(c, algebra) < 0 || parse_stream(c, stream) < 0)
         return -1;
     if (c->precision < FC_PREC_HIGHEST || c->precision > FC_PREC_BF16) {
         PyErr_Format(PyExc_ValueError, "precision: expected 0 (highest), 1 (tf32) or 2 (bf16), got %d",
@@ -471,13 +513,12 @@ static PyObject *forward(PyObject *module, PyObject *args, PyObject *kwargs, int
                               "workspace", "stream", "gate", NULL};
     op_call c;
     init_call(&c, op, 0);
-    int algebra = 0;
-    PyObject *stream = NULL;
+    PyObject *algebra = NULL, *stream = NULL;
     int ok = op == OP_SGP
-                 ? PyArg_ParseTupleAndKeywords(args, kwargs, "OOOip|$OOOOp:sgp_forward", kw_sgp, &c.obj[A_X],
+                 ? PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|$OOOOp:sgp_forward", kw_sgp, &c.obj[A_X],
                                                &c.obj[A_Y], &c.obj[A_W], &algebra, &c.normalize, &c.obj[A_OUT],
                                                &c.obj[A_NORMS], &c.obj[A_WS], &stream, &c.gate)
-                 : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOip|i$OOOOp:fcgp_forward", kw_fcgp, &c.obj[A_X],
+                 : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|i$OOOOp:fcgp_forward", kw_fcgp, &c.obj[A_X],
                                                &c.obj[A_Y], &c.obj[A_W], &algebra, &c.normalize, &c.precision,
                                                &c.obj[A_OUT], &c.obj[A_NORMS], &c.obj[A_WS], &stream, &c.gate);
     if (!ok || parse_common(&c, algebra, stream) < 0)
@@ -493,14 +534,13 @@ static PyObject *backward(PyObject *module, PyObject *args, PyObject *kwargs, in
                               "grad_x", "grad_y", "grad_weight", "workspace", "stream", "gate", NULL};
     op_call c;
     init_call(&c, op, 1);
-    int algebra = 0;
-    PyObject *stream = NULL;
+    PyObject *algebra = NULL, *stream = NULL;
     int ok = op == OP_SGP
-                 ? PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOip|$OOOOOOp:sgp_backward", kw_sgp,
+                 ? PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOp|$OOOOOOp:sgp_backward", kw_sgp,
                                                &c.obj[A_GOUT], &c.obj[A_X], &c.obj[A_Y], &c.obj[A_W], &algebra,
                                                &c.normalize, &c.obj[A_NORMS], &c.obj[A_GX], &c.obj[A_GY],
                                                &c.obj[A_GW], &c.obj[A_WS], &stream, &c.gate)
-                 : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOip|i$OOOOOOp:fcgp_backward", kw_fcgp,
+                 : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOp|i$OOOOOOp:fcgp_backward", kw_fcgp,
                                                &c.obj[A_GOUT], &c.obj[A_X], &c.obj[A_Y], &c.obj[A_W], &algebra,
                                                &c.normalize, &c.precision, &c.obj[A_NORMS], &c.obj[A_GX],
                                                &c.obj[A_GY], &c.obj[A_GW], &c.obj[A_WS], &stream, &c.gate);

@@ -754,16 +754,12 @@ def zlib_seed(*parts):
 # what the fuzzers found outside SPEC section 5's three types, pinned
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="stream beyond int64: OverflowError (bind_ops.c parse_stream); SPEC: ValueError")
 def test_stream_out_of_range_is_a_value_error():
     x = np.zeros((8, 1, 2))
     with pytest.raises(ValueError):
         fc.ops.sgp_forward(x, x, np.zeros((2, 20)), 3, stream=2**70)
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="algebra beyond int: OverflowError in the raw binding (PyArg i); SPEC: ValueError")
 def test_raw_algebra_out_of_range_is_a_value_error():
     x = np.zeros((8, 1, 2))
     with pytest.raises(ValueError):
