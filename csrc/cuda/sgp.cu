@@ -1,7 +1,7 @@
 /* sgp.cu — the extern "C" entry points of the CUDA SGP (fc.h): pick the algebra's
  * instantiation (sgp_<id>.cu) and run it on the caller's stream and device. The kernels
- * and their design are in sgp_kernels.cuh. */
-#include "sgp_kernels.cuh"
+ * and their design are in sgp_kernels.cuh, the launch shapes in sgp_launch.cuh. */
+#include "sgp_launch.cuh"
 
 namespace {
 

@@ -1,0 +1,285 @@
+/* sgp_launch.cuh — the host side of the CUDA SGP: the launch shape of a call (threads a
+ * row, rows a block, shared-memory layout, one wave of blocks from the occupancy), the
+ * workspace of weight-gradient partials, the launches on the caller's stream, and the
+ * per-algebra entry points that FC_SGP_INSTANTIATE defines in sgp_<id>.cu. The kernels and
+ * their design are in sgp_kernels.cuh.
+ */
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <mutex>
+
+#include "sgp_kernels.cuh"
+
+namespace fc {
+namespace sgp {
+
+/* Launch shape of one call, the same for the workspace query and the launch. */
+struct Config {
+    int F;
+    int tx, ty;   /* block (threads per row, rows per block) */
+    bool resident;
+    Layout lay;
+    int64_t grid;
+    int device;
+};
+
+/* Per kernel, once: its attributes (register use decides the threads a block may have). */
+template <auto Kernel> const cudaFuncAttributes &attributes()
+{
+    static const cudaFuncAttributes value = [] {
+        cudaFuncAttributes at{};
+        if (cudaFuncGetAttributes(&at, Kernel) != cudaSuccess) {
+            cudaGetLastError();
+            at.maxThreadsPerBlock = 128;
+            at.numRegs = 255;
+        }
+        return at;
+    }();
+    return value;
+}
+
+/* Blocks of `threads` threads and `smem` bytes one multiprocessor holds at once (the
+ * occupancy calculation: registers in 256-register warp units, 1 KB reserved per block). */
+template <auto Kernel> int64_t blocks_per_sm(int threads, size_t smem, int device)
+{
+    const DeviceFacts &d = device_facts(device);
+    const int warps = (threads + 31) / 32;
+    const int warp_regs = (attributes<Kernel>().numRegs * 32 + 255) / 256 * 256;
+    const int64_t by_regs = d.regs_per_sm / std::max(1, warps * warp_regs);
+    const int64_t by_smem = (int64_t)d.smem_per_sm / (int64_t)(smem + 1024);
+    const int64_t by_threads = d.threads_per_sm / threads;
+    return std::max<int64_t>(1, std::min<int64_t>({by_regs, by_smem, by_threads, 32}));
+}
+
+/* The x/y prefetch stages can be switched off (FLASHCLIFFORD_SGP_PIPE=0) to compare. */
+inline bool pipe_enabled()
+{
+    static const bool on = [] {
+        const char *e = std::getenv("FLASHCLIFFORD_SGP_PIPE");
+        return !(e && e[0] == '0');
+    }();
+    return on;
+}
+
+inline size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+template <int ALG, class T, bool BWD, bool RESIDENT> constexpr auto kernel()
+{
+    using A = AlgebraTraits<ALG>;
+    if constexpr (BWD)
+        return sgp_backward_kernel<ALG, T, bwd_features<A::D, T>(), RESIDENT>;
+    else
+        return sgp_forward_kernel<ALG, T, fwd_features<A::D, T>(), RESIDENT>;
+}
+
+/* vec: the inputs allow the prefetch stages (forward: F-element aligned; backward: rows of
+ * whole 16-byte pieces, 16-byte aligned) */
+template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device, bool vec)
+{
+    using A = AlgebraTraits<ALG>;
+    using C = typename Compute<T>::type;
+    constexpr int P = A::P, D = A::D;
+    const DeviceFacts &dev = device_facts(device);
+    const size_t limit = (size_t)dev.smem_per_block;
+    Config c{};
+    c.device = device;
+    c.F = BWD ? bwd_features<D, T>() : fwd_features<D, T>();
+    const int64_t need = (N + c.F - 1) / c.F; /* threads for a resident row */
+    /* threads a row may use: registers (the fewer of the two kernels) and, in backward, the
+     * shared weight-gradient accumulators (F * P values a thread) */
+    int most = std::min({kMaxRowThreads, attributes<kernel<ALG, T, BWD, true>()>().maxThreadsPerBlock,
+                         attributes<kernel<ALG, T, BWD, false>()>().maxThreadsPerBlock});
+    if (BWD)
+        most = (int)std::min<int64_t>(most, (int64_t)(limit / 2) / (int64_t)(c.F * P * sizeof(C)));
+    most = std::max(32, most / 32 * 32);
+    c.resident = need <= most;
+    c.tx = (int)(c.resident ? ((std::max<int64_t>(need, 1) + 31) / 32) * 32 : most);
+    c.ty = c.tx >= kBlockThreads ? 1 : kBlockThreads / c.tx;
+    const int threads = c.tx * c.ty;
+    const int warps = c.tx / 32;
+    size_t used = align16((size_t)c.ty * warps * (BWD ? 2 : 1) * A::G * sizeof(C));
+    if (BWD) {
+        const int64_t L = (c.resident ? 1 : (N + (int64_t)c.tx * c.F - 1) / ((int64_t)c.tx * c.F)) * c.tx * c.F;
+        const size_t acc = (size_t)c.ty * P * L * sizeof(C);
+        if (used + acc <= limit) {
+            c.lay.acc_off = used;
+            used = align16(used + acc);
+        }
+        /* without shared accumulators the row groups of a block would share its slot */
+        if (!c.lay.acc_off && c.ty > 1) {
+            c.ty = 1;
+            used = align16((size_t)warps * 2 * A::G * sizeof(C));
+        }
+    }
+    const size_t stage = (size_t)c.F * c.tx * P * sizeof(T);
+    if (c.resident && used + stage <= limit) {
+        c.lay.ws_off = used;
+        used = align16(used + stage);
+    }
+    if (c.resident && vec && pipe_enabled()) {
+        const size_t pipe = BWD ? (size_t)2 * 3 * D * c.ty * N * sizeof(T) : (size_t)2 * 2 * D * threads * c.F * sizeof(T);
+        if (used + pipe <= limit) {
+            c.lay.pipe_off = used;
+            used = align16(used + pipe);
+        }
+    }
+    c.lay.total = used;
+    const int64_t groups = (B + c.ty - 1) / c.ty;
+    const int64_t per_sm = c.resident ? blocks_per_sm<kernel<ALG, T, BWD, true>()>(c.tx * c.ty, used, device)
+                                      : blocks_per_sm<kernel<ALG, T, BWD, false>()>(c.tx * c.ty, used, device);
+    /* one wave of blocks that loop over the rows: staging is paid once per block, and in
+     * backward the partials (S = grid) do not grow with B */
+    c.grid = std::max<int64_t>(1, std::min(groups, per_sm * (int64_t)dev.sms));
+    return c;
+}
+
+inline bool aligned(const void *p, size_t bytes) { return p == nullptr || ((uintptr_t)p % bytes) == 0; }
+
+/* cudaFuncSetAttribute once per kernel: the opt-in maximum of dynamic shared memory. */
+template <auto Kernel> fc_status allow_smem(size_t smem, int device)
+{
+    static std::once_flag once;
+    static cudaError_t err = cudaSuccess;
+    if (smem > 48 * 1024) {
+        std::call_once(once, [device] {
+            err = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       device_facts(device).smem_per_block);
+        });
+        if (err != cudaSuccess)
+            return cuda_fail(err, __FILE__, __LINE__, "cudaFuncSetAttribute");
+    }
+    return FC_OK;
+}
+
+/* Launch the resident or the two-pass instance of a kernel with the config's shape. */
+template <int ALG, class T, bool BWD, class... Args>
+fc_status launch(const Config &cfg, cudaStream_t stream, Args... args)
+{
+    const dim3 block(cfg.tx, cfg.ty);
+    auto go = [&](auto k) -> fc_status {
+        constexpr auto kfn = decltype(k)::value;
+        if (fc_status st = allow_smem<kfn>(cfg.lay.total, cfg.device))
+            return st;
+        kfn<<<(unsigned)cfg.grid, block, cfg.lay.total, stream>>>(args..., cfg.lay);
+        FC_LAUNCH_CHECK(stream);
+        return FC_OK;
+    };
+    if (cfg.resident)
+        return go(std::integral_constant<decltype(kernel<ALG, T, BWD, true>()), kernel<ALG, T, BWD, true>()>{});
+    return go(std::integral_constant<decltype(kernel<ALG, T, BWD, false>()), kernel<ALG, T, BWD, false>()>{});
+}
+
+template <class T, int F> bool vec_ok(int64_t N, std::initializer_list<const void *> ptrs)
+{
+    if (N % F)
+        return false;
+    for (const void *p : ptrs)
+        if (!aligned(p, sizeof(T) * F))
+            return false;
+    return true;
+}
+
+template <int ALG, class T> fc_status forward(const fc_args *a, cudaStream_t stream)
+{
+    using C = typename Compute<T>::type;
+    constexpr int F = fwd_features<AlgebraTraits<ALG>::D, T>();
+    const bool vec = vec_ok<T, F>(a->N_in, {a->x, a->y, a->out});
+    const Config cfg = make_config<ALG, T, false>(a->B, a->N_in, a->device, vec);
+    return launch<ALG, T, false>(cfg, stream, (const T *)a->x, (const T *)a->y, (const T *)a->weight, (T *)a->out,
+                                 (C *)a->norms, (int64_t)a->B, (int64_t)a->N_in, a->normalize, a->gate, (int)vec);
+}
+
+template <int ALG, class T> size_t partial_bytes(const fc_args *a)
+{
+    using C = typename Compute<T>::type;
+    if (a->B == 0 || a->N_in == 0)
+        return 0;
+    /* the grid (one slot a block) depends on whether the stages fit: take the larger */
+    const Config c0 = make_config<ALG, T, true>(a->B, a->N_in, a->device, false);
+    const Config c1 = make_config<ALG, T, true>(a->B, a->N_in, a->device, true);
+    return (size_t)std::max(c0.grid, c1.grid) * (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(C);
+}
+
+template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t stream)
+{
+    using C = typename Compute<T>::type;
+    constexpr int P = AlgebraTraits<ALG>::P;
+    constexpr int F = bwd_features<AlgebraTraits<ALG>::D, T>();
+    if (a->B == 0) {
+        if (a->grad_weight)
+            FC_CUDA_CHECK(cudaMemsetAsync(a->grad_weight, 0, (size_t)a->N_in * P * sizeof(T), stream));
+        return FC_OK;
+    }
+    if (a->N_in == 0)
+        return FC_OK;
+    const size_t need = partial_bytes<ALG, T>(a);
+    if (a->workspace_bytes < need || (need && !a->workspace)) {
+        fc_set_error("workspace: expected at least %zu bytes, got %zu", need, a->workspace_bytes);
+        return FC_ERR_VALUE;
+    }
+    const bool vec = vec_ok<T, F>(a->N_in, {a->x, a->y, a->grad_out, a->grad_x, a->grad_y});
+    const bool pieces = vec && (a->N_in * sizeof(T)) % 16 == 0 && vec_ok<T, 16 / sizeof(T)>(a->N_in, {a->x, a->y, a->grad_out});
+    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, pieces);
+    C *partial = (C *)a->workspace;
+    if (fc_status st = launch<ALG, T, true>(cfg, stream, (const T *)a->grad_out, (const T *)a->x, (const T *)a->y,
+                                            (const T *)a->weight, (const C *)a->norms, (T *)a->grad_x,
+                                            (T *)a->grad_y, partial, (int64_t)a->B, (int64_t)a->N_in, a->normalize,
+                                            a->gate, (int)vec))
+        return st;
+    if (a->grad_weight) {
+        const int64_t K = a->N_in * P;
+        sum_partials_kernel<T><<<(unsigned)((K + 31) / 32), dim3(32, 8), 0, stream>>>(partial, (T *)a->grad_weight,
+                                                                                    cfg.grid, K);
+        FC_LAUNCH_CHECK(stream);
+    }
+    return FC_OK;
+}
+
+/* Run the op for one algebra, any dtype. Defined once per algebra by
+ * FC_SGP_INSTANTIATE in sgp_<id>.cu, so the algebras compile in parallel. */
+template <int ALG> struct Entry {
+    template <template <int, class> class Op, class R> static R by_dtype(const fc_args *a, cudaStream_t s, R bad)
+    {
+        switch (a->dtype) {
+        case FC_F32: return Op<ALG, float>::run(a, s);
+        case FC_F64: return Op<ALG, double>::run(a, s);
+        case FC_BF16: return Op<ALG, __nv_bfloat16>::run(a, s);
+        case FC_F16: return Op<ALG, __half>::run(a, s);
+        }
+        return bad;
+    }
+    static fc_status forward(const fc_args *a, cudaStream_t s);
+    static fc_status backward(const fc_args *a, cudaStream_t s);
+    static size_t workspace(const fc_args *a);
+};
+
+template <int ALG, class T> struct ForwardOp {
+    static fc_status run(const fc_args *a, cudaStream_t s) { return sgp::forward<ALG, T>(a, s); }
+};
+template <int ALG, class T> struct BackwardOp {
+    static fc_status run(const fc_args *a, cudaStream_t s) { return sgp::backward<ALG, T>(a, s); }
+};
+template <int ALG, class T> struct WorkspaceOp {
+    static size_t run(const fc_args *a, cudaStream_t) { return partial_bytes<ALG, T>(a); }
+};
+
+} // namespace sgp
+} // namespace fc
+
+#define FC_SGP_INSTANTIATE(ID)                                                                                \
+    template <> fc_status fc::sgp::Entry<ID>::forward(const fc_args *a, cudaStream_t s)                       \
+    {                                                                                                         \
+        return by_dtype<ForwardOp, fc_status>(a, s, FC_ERR_TYPE);                                             \
+    }                                                                                                         \
+    template <> fc_status fc::sgp::Entry<ID>::backward(const fc_args *a, cudaStream_t s)                      \
+    {                                                                                                         \
+        return by_dtype<BackwardOp, fc_status>(a, s, FC_ERR_TYPE);                                            \
+    }                                                                                                         \
+    template <> size_t fc::sgp::Entry<ID>::workspace(const fc_args *a)                                        \
+    {                                                                                                         \
+        return by_dtype<WorkspaceOp, size_t>(a, nullptr, 0);                                                  \
+    }
