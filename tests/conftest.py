@@ -53,15 +53,16 @@ def rel_err(a, ref):
     return float(num / den) if den > 0 else float(num)
 
 
-def input_sensitivity(fn, *args, samples=3):
+def input_sensitivity(fn, *args, samples=3, u=2.0**-24):
     """Per output of fn(*args) (an array or a tuple of arrays, float64), the largest relative
-    change when every argument gets independent relative noise of size 2^-24 (fp32 rounding)."""
+    change when every argument gets independent relative noise of size u (default 2^-24,
+    fp32 rounding; the low-precision FCGP modes pass their own rounding level)."""
     rng = np.random.default_rng(0)
     base = fn(*args)
     base = base if isinstance(base, tuple) else (base,)
     worst = [0.0] * len(base)
     for _ in range(samples):
-        noisy = [np.asarray(a, np.float64) * (1 + 2.0**-24 * rng.standard_normal(np.shape(a))) for a in args]
+        noisy = [np.asarray(a, np.float64) * (1 + u * rng.standard_normal(np.shape(a))) for a in args]
         out = fn(*noisy)
         out = out if isinstance(out, tuple) else (out,)
         worst = [max(w, rel_err(o, b)) for w, o, b in zip(worst, out, base, strict=True)]

@@ -75,20 +75,6 @@ def stream_handle():
     return torch.cuda.current_stream().cuda_stream
 
 
-def noise_sensitivity(fn, args, u, samples=10):
-    """conftest.input_sensitivity with relative noise u instead of 2^-24 (fp32 rounding)."""
-    rng = np.random.default_rng(0)
-    base = fn(*args)
-    base = base if isinstance(base, tuple) else (base,)
-    worst = [0.0] * len(base)
-    for _ in range(samples):
-        noisy = [np.asarray(a, np.float64) * (1 + u * rng.standard_normal(np.shape(a))) for a in args]
-        out = fn(*noisy)
-        out = out if isinstance(out, tuple) else (out,)
-        worst = [max(w, rel_err(o, b)) for w, o, b in zip(worst, out, base, strict=True)]
-    return worst
-
-
 def assert_mode(got, expected, mode, name, sensitivity):
     """rel_err(got, expected) within FCGP_MODES[mode]'s bound; `sensitivity(u)` gives the
     reference's sensitivity to relative input noise u, called only when the bound is exceeded."""
@@ -157,8 +143,9 @@ def check_fcgp(alg, batch, n_in, n_out, mode, normalize, seed=0):
 
     @functools.cache
     def sens(u):
-        fwd = noise_sensitivity(lambda *a: reference.fcgp_np(*a, alg, normalize), args, u)
-        bwd = noise_sensitivity(lambda *a: reference.fcgp_backward_np(*a, alg, normalize), [g64, *args], u)
+        fwd = input_sensitivity(lambda *a: reference.fcgp_np(*a, alg, normalize), *args, samples=10, u=u)
+        bwd = input_sensitivity(lambda *a: reference.fcgp_backward_np(*a, alg, normalize), g64, *args, samples=10,
+                                u=u)
         return fwd + bwd
 
     for k, name in enumerate(("out", "grad_x", "grad_y", "grad_weight")):
