@@ -275,15 +275,35 @@ static fc_status launch(const op_call *c, const fc_args *args)
     return c->backward ? fc_fcgp_backward_cuda(args, s) : fc_fcgp_forward_cuda(args, s);
 }
 
-static int parse_algebra(op_call *c, int id)
+/* The algebra with the id `obj`, any integer-like object (__index__): an id out of range,
+ * also beyond C's integer types, is a ValueError naming the valid ids (never truncated into
+ * range), a non-integer a TypeError. Shared by every binding that takes an algebra id. */
+const fc_algebra *fc_parse_algebra_id(PyObject *obj)
 {
-    c->alg = fc_algebra_get(id);
-    if (!c->alg) {
-        PyErr_Format(PyExc_ValueError, "algebra: expected an algebra id from 0 to %d, got %d", FC_NUM_ALGEBRAS - 1,
-                     id);
-        return -1;
+    PyObject *index = PyNumber_Index(obj);
+    if (!index) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "algebra: expected an int algebra id, got %.200s", Py_TYPE(obj)->tp_name);
+        }
+        return NULL;
     }
-    return 0;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
+    Py_DECREF(index);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    const fc_algebra *a = !overflow && v >= 0 && v < FC_NUM_ALGEBRAS ? fc_algebra_get((int)v) : NULL;
+    if (!a)
+        PyErr_Format(PyExc_ValueError, "algebra: expected an algebra id from 0 to %d, got %R", FC_NUM_ALGEBRAS - 1,
+                     obj);
+    return a;
+}
+
+static int parse_algebra(op_call *c, PyObject *algebra)
+{
+    c->alg = fc_parse_algebra_id(algebra);
+    return c->alg ? 0 : -1;
 }
 
 static int parse_stream(op_call *c, PyObject *stream)
@@ -463,29 +483,9 @@ done:
 }
 
 /* The arguments every entry point shares, after PyArg parsing. */
-/* The algebra id as a Python int: out of C int range is a ValueError like any bad id (the
- * "i" format would raise OverflowError). */
-static int parse_algebra_obj(op_call *c, PyObject *algebra)
-{
-    if (!PyLong_Check(algebra)) {
-        PyErr_Format(PyExc_TypeError, "algebra: expected an int algebra id, got %.200s", Py_TYPE(algebra)->tp_name);
-        return -1;
-    }
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(algebra, &overflow);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (overflow || v < 0 || v >= FC_NUM_ALGEBRAS) {
-        PyErr_Format(PyExc_ValueError, "algebra: expected an algebra id from 0 to %d, got %R", FC_NUM_ALGEBRAS - 1,
-                     algebra);
-        return -1;
-    }
-    return parse_algebra(c, (int)v);
-}
-
 static int parse_common(op_call *c, PyObject *algebra, PyObject *stream)
 {
-    if (parse_algebra_obj(c, algebra) < 0 || parse_stream(c, stream) < 0)
+    if (parse_algebra(c, algebra) < 0 || parse_stream(c, stream) < 0)
         return -1;
     if (c->precision < FC_PREC_HIGHEST || c->precision > FC_PREC_BF16) {
         PyErr_Format(PyExc_ValueError, "precision: expected 0 (highest), 1 (tf32) or 2 (bf16), got %d",
@@ -561,10 +561,11 @@ PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwa
 {
     static char *kw[] = {"op", "backward", "algebra", "dtype", "B", "N_in", "N_out", "precision", "gate", NULL};
     const char *opname, *dtname;
-    int bwd, algebra, precision = 0, gate = 1;
+    int bwd, precision = 0, gate = 1;
+    PyObject *algebra;
     long long B, N_in, N_out;
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "spisLLL|ip:workspace_size", kw, &opname, &bwd, &algebra,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "spOsLLL|ip:workspace_size", kw, &opname, &bwd, &algebra,
                                      &dtname, &B, &N_in, &N_out, &precision, &gate))
         return NULL;
     op_call c;

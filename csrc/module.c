@@ -49,19 +49,9 @@ static PyObject *dict_of(int n, const char *const *keys, PyObject **values)
 static PyObject *algebra_table(PyObject *module, PyObject *arg)
 {
     (void)module;
-    /* long, not int: a truncated 2**32 + 1 would silently be id 1 */
-    long id = PyLong_AsLong(arg);
-    if (id == -1 && PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
-            return NULL;
-        PyErr_Clear();
-        return PyErr_Format(PyExc_ValueError, "algebra: expected an algebra id from 0 to %d, got %R",
-                            FC_NUM_ALGEBRAS - 1, arg);
-    }
-    const fc_algebra *a = id >= 0 && id < FC_NUM_ALGEBRAS ? fc_algebra_get((int)id) : NULL;
+    const fc_algebra *a = fc_parse_algebra_id(arg);
     if (!a)
-        return PyErr_Format(PyExc_ValueError, "algebra: expected an algebra id from 0 to %d, got %ld",
-                            FC_NUM_ALGEBRAS - 1, id);
+        return NULL;
     int blades[FC_MAX_D], grades[FC_MAX_D], signs[FC_MAX_D];
     for (int i = 0; i < a->D; ++i) {
         blades[i] = (int)a->blade[i];
