@@ -1,17 +1,26 @@
 /* sgp_kernels.cuh — fused MVGELU -> weighted geometric product -> grade RMSNorm on CUDA.
  *
  * Shapes: x, y, out, grad_* (D, B, N) contiguous; weight (N, P); norms (B, G) in the
- * compute type; workspace (S, N, P) compute-type weight-gradient partials, S = grid blocks.
+ * compute type; workspace (S, P, N) compute-type weight-gradient partials, S = grid blocks
+ * (feature-minor, so a warp's writes of one path are coalesced).
  *
  * Design: a row group (blockDim.x threads, a whole number of warps) owns whole rows; each
  * thread holds F consecutive features of every component in registers, so the grade
  * norms are reduced on chip (fixed-order warp tree, then warps in order) before the output
  * is written once: forward reads x, y, weight once and writes out once, with no atomics.
  * Backward recomputes o (cheaper than saving it), reduces the norm's dot products the same
- * way, and accumulates its weight-gradient partial in registers across the rows a block
- * visits; a second kernel sums the S partials in fixed order, so results are bitwise
- * reproducible. Rows longer than blockDim.x * F (more than 1024 threads) take a two-pass
- * path that reads x and y twice. All offsets are 64-bit.
+ * way, and accumulates its weight-gradient partial across the rows a block visits; a
+ * second kernel sums the S partials in fixed order, so results are bitwise reproducible.
+ *
+ * Modes (a template parameter, so no kernel carries code for another mode's memory paths):
+ *   kResident   rows fit a row group: x, y (and grad_out) stream into shared-memory stages
+ *               with cp.async (double-buffered when two fit), the weights and the backward's
+ *               weight-gradient sums live in shared memory; every access is 32-bit shared
+ *               addressing.
+ *   kLongShared backward rows longer than a row group: read from global memory twice, the
+ *               weights and weight-gradient sums in shared memory.
+ *   kLong       anything else (very long rows): global weights, and the backward's block
+ *               slot in global memory as its accumulator. All offsets are 64-bit.
  */
 #pragma once
 
@@ -25,6 +34,7 @@ namespace sgp {
 
 constexpr int kBlockThreads = 256; /* per block when rows are short: several rows per block */
 constexpr int kMaxRowThreads = 1024;
+enum Mode { kResident = 0, kLongShared = 1, kLong = 2 };
 
 /* Features per thread: 16-byte loads for fp32 (8 for bf16/fp16 at D <= 4) in forward;
  * backward holds x, y, grad_out, their gradients and the weight partial, so fewer. */
@@ -34,6 +44,9 @@ template <int D, class T> constexpr int bwd_features() { return D <= 4 && sizeof
  * data up to D = 8), so rows of 512 features stay resident with 16 warps a multiprocessor;
  * 16 components need 168 (384 threads). */
 template <int D, class T> constexpr int bwd_block_bound() { return sizeof(T) == 8 ? 256 : (D <= 8 ? 512 : 384); }
+/* Forward: 512 threads cap registers at 128 (16 components: 384, 168), so two 256-thread blocks share a multiprocessor
+ * (ptxas would otherwise keep all F x P staged weights in registers, 180-210 of them). */
+template <int D, class T> constexpr int fwd_block_bound() { return sizeof(T) == 8 ? 256 : (D <= 8 ? 512 : 384); }
 
 template <class T, int F> struct alignas(sizeof(T) * F) Vec {
     T v[F];
@@ -126,6 +139,33 @@ template <int ALG> struct PathOrder {
     __host__ __device__ static constexpr bool last(int u) { return u + 1 == A::T || A::table.term[order.term[u + 1]].path != A::table.term[order.term[u]].path; }
 };
 
+/* A row of P values in shared memory padded to PW so that a warp reading one p at 32
+ * consecutive columns hits 32 banks: PW odd for 4- and 8-byte values, PW = 2 mod 4 for
+ * 2-byte ones (then each thread's value sits in its own 4-byte word's bank). Rows of P
+ * values keep p an immediate offset from one address a thread. */
+template <int P, class V> __host__ __device__ constexpr int padded_paths()
+{
+    return sizeof(V) == 2 ? P + ((2 - P % 4) + 4) % 4 : P + (P % 2 == 0);
+}
+
+/* Where a thread's weights come from: the block's staged copy ws ([L][PW], column
+ * col = ch * tx * F + f * tx + thread for feature ch * tx * F + thread * F + f), or the
+ * (N, P) rows in global memory (kLong; features past N clamped: they compute on zeros and
+ * are not stored). */
+template <int MODE, class T, int P> struct Weights {
+    static constexpr int PW = padded_paths<P, T>();
+    const T *__restrict__ w;
+    const T *ws;
+    int64_t N;
+    __device__ __forceinline__ typename Compute<T>::type operator()(int p, int col, int64_t n) const
+    {
+        if constexpr (MODE == kLong)
+            return load<T>(w[(n < N ? n : N - 1) * P + p]);
+        else
+            return load<T>(ws[col * PW + p]);
+    }
+};
+
 /* The per-chunk state: raw x and y (the gate derivative needs x), their gates, o. Every
  * register array is indexed through static_for, never by a run-time value. */
 template <int ALG, class T, int F> struct Chunk {
@@ -155,39 +195,34 @@ template <int ALG, class T, int F> struct Chunk {
         gates(gate);
     }
 
-    /* From this thread's slots of a prefetched stage, laid out [2D][threads][F]. */
-    __device__ __forceinline__ void load_staged(const T *st, int tid, int nthreads, int gate)
+    /* From a shared stage: st points at this thread's features of x's component 0, S is the
+     * component stride; y follows x's D components. Padding past N holds zeros. */
+    __device__ __forceinline__ void load_stage(const T *st, int S, int gate)
     {
 #pragma unroll
-        for (int i = 0; i < 2 * D; ++i) {
-            const Vec<T, F> v = *reinterpret_cast<const Vec<T, F> *>(st + ((int64_t)i * nthreads + tid) * F);
+        for (int i = 0; i < D; ++i) {
+            const Vec<T, F> vx = *reinterpret_cast<const Vec<T, F> *>(st + i * S);
+            const Vec<T, F> vy = *reinterpret_cast<const Vec<T, F> *>(st + (D + i) * S);
 #pragma unroll
-            for (int f = 0; f < F; ++f)
-                (i < D ? x[i][f] : y[i - D][f]) = load<T>(v.v[f]);
+            for (int f = 0; f < F; ++f) {
+                x[i][f] = load<T>(vx.v[f]);
+                y[i][f] = load<T>(vy.v[f]);
+            }
         }
         gates(gate);
     }
 
-    /* Weight p of feature n = n0 + f (clamped: features past N compute on zeros, unstored).
-     * ws: the block's staged copy, [p][f * blockDim.x + thread] (stage_weights), or null to
-     * read the (N, P) rows from global memory. */
-    __device__ __forceinline__ static C weight(const T *__restrict__ w, const T *ws, int p, int f, int64_t n,
-                                               int64_t N)
-    {
-        if (ws)
-            return load<T>(ws[p * (F * (int)blockDim.x) + f * (int)blockDim.x + threadIdx.x]);
-        return load<T>(w[(n < N ? n : N - 1) * P + p]);
-    }
-
-    /* o_j = Phi(x0) Phi(y0) sum over terms sign * w[n, path] * x_i * y_k */
-    __device__ __forceinline__ void product(const T *__restrict__ w, const T *ws, int64_t n0, int64_t N)
+    /* o_j = Phi(x0) Phi(y0) sum over terms sign * w[n, path] * x_i * y_k; col0: this thread's
+     * weight column of f = 0 (f adds f * blockDim.x) */
+    template <int MODE>
+    __device__ __forceinline__ void product(const Weights<MODE, T, P> &wt, int col0, int64_t n0)
     {
 #pragma unroll
         for (int f = 0; f < F; ++f) {
             C wr[P];
 #pragma unroll
             for (int p = 0; p < P; ++p)
-                wr[p] = weight(w, ws, p, f, n0 + f, N);
+                wr[p] = wt(p, col0 + f * (int)blockDim.x, n0 + f);
 #pragma unroll
             for (int j = 0; j < D; ++j)
                 o[j][f] = 0;
@@ -233,100 +268,117 @@ template <int ALG, class T, int F> struct Chunk {
     }
 };
 
-/* Copy the (N, P) weights into shared memory as [p][f * blockDim.x + t] for feature
- * n = t * F + f: the warp then reads consecutive elements (no bank conflicts), where reading
- * the rows from global memory touched 32 cache lines per load instruction. Features past N
- * get zeros. Reads are coalesced; done once per block, which then loops over many rows. */
+/* Copy the (N, P) weights into shared memory as [L][PW] in the column order of Weights,
+ * zeros past N. Reads are coalesced; done once per block, which then loops over many rows.
+ * Ends with a barrier. */
 template <int P, int F, class T>
-__device__ __forceinline__ void stage_weights(const T *__restrict__ w, T *ws, int64_t N)
+__device__ __forceinline__ void stage_weights(const T *__restrict__ w, T *ws, int N, int L)
 {
-    const int tx = blockDim.x, nthreads = blockDim.x * blockDim.y;
+    const int tx = blockDim.x, nthreads = blockDim.x * blockDim.y, cs = tx * F;
     const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-    const int ns = F * tx;
-    for (int64_t i = tid; i < N * P; i += nthreads) {
-        const int64_t n = i / P;
-        const int p = (int)(i % P);
-        ws[p * ns + (int)(n % F) * tx + (int)(n / F)] = w[i];
-    }
-    for (int i = tid; i < (ns - (int)N) * P; i += nthreads) {
-        const int n = (int)N + i / P, p = i % P;
-        ws[p * ns + (n % F) * tx + n / F] = store<T>(0.0f);
+    for (int i = tid; i < L * P; i += nthreads) {
+        const int n = i / P, p = i % P;
+        const int ch = n / cs, r = n - ch * cs;
+        ws[(ch * cs + (r % F) * tx + r / F) * padded_paths<P, T>() + p] = n < N ? w[i] : store<T>(0.0f);
     }
     __syncthreads();
 }
 
-/* Queue this thread's chunks of row b of x and y into a stage ([2D][threads][F]); always
- * commits a group (empty past the last row) so every thread counts groups alike. */
-template <int D, int F, class T>
-__device__ __forceinline__ void prefetch_row(T *st, const T *__restrict__ x, const T *__restrict__ y, int64_t BN,
-                                             int64_t b, int64_t B, int64_t N, int tid, int nthreads)
-{
-    const int64_t n0 = (int64_t)threadIdx.x * F;
-    if (b < B && n0 < N) {
-        const int64_t off = b * N + n0;
-#pragma unroll
-        for (int i = 0; i < D; ++i) {
-            cp_async<F * sizeof(T)>(st + ((int64_t)i * nthreads + tid) * F, x + i * BN + off);
-            cp_async<F * sizeof(T)>(st + ((int64_t)(D + i) * nthreads + tid) * F, y + i * BN + off);
-        }
-    }
-    cp_async_commit();
-}
-
 /* Shared memory of a block, in bytes from the start: the norm reduction scratch, then (each
  * 16-byte aligned) the weight-gradient accumulators (backward), the staged weights and the
- * double-buffered input stages. Offsets of 0 mean absent. */
+ * input stages. Offsets of 0 mean absent. L: the padded row length (chunks * blockDim.x *
+ * F), E: elements per cp.async piece of the stages, stages: 1 or 2. */
 struct Layout {
     size_t acc_off, ws_off, pipe_off, total;
+    int L, E, stages;
 };
 
-/* Queue rows [b0, b0 + blockDim.y) of x, y (and g when given), each (D, B, N), into a stage
- * laid out [input component][row][N], in 16-byte pieces shared by all threads of the block
- * (so a barrier must follow the wait). Rows past B are skipped. N * sizeof(T) % 16 == 0. */
-template <int D, class T>
-__device__ __forceinline__ void prefetch_rows(T *st, const T *__restrict__ x, const T *__restrict__ y,
-                                              const T *__restrict__ g, int64_t BN, int64_t b0, int64_t B, int64_t N,
-                                              int tid, int nthreads)
+/* Queue row b of x, y (and g when given), each (D, B, N), into a stage laid out [input
+ * component][row of the block][L]: thread t copies E-element pieces t * per ... t * per +
+ * per - 1, per = max(1, F / E). With E <= F a thread copies exactly the features it reads
+ * later, so its own wait_group orders them; with E > F (backward's 16-byte pieces) a
+ * barrier must follow the wait. Always commits a group (empty past the last row) so every
+ * thread counts groups alike. N % E == 0, the rows E-element aligned. */
+template <int D, int F, int E, class T>
+__device__ __forceinline__ void prefetch_pieces(T *st, const T *__restrict__ x, const T *__restrict__ y,
+                                                const T *__restrict__ g, int64_t BN, int64_t b, int N, int L)
 {
-    constexpr int E = 16 / sizeof(T);
-    const int pieces = (int)(N / E), rows = blockDim.y, K = g ? 3 * D : 2 * D;
-    const int total = K * rows * pieces;
-    for (int i = tid; i < total; i += nthreads) {
-        const int piece = i % pieces, kr = i / pieces, r = kr % rows, k = kr / rows;
-        const int64_t b = b0 + r;
-        if (b >= B)
-            continue;
-        const T *src = k < D ? x + k * BN : (k < 2 * D ? y + (k - D) * BN : g + (k - 2 * D) * BN);
-        cp_async<16>(st + ((int64_t)k * rows + r) * N + (int64_t)piece * E, src + b * N + (int64_t)piece * E);
+    constexpr int per = F >= E ? F / E : 1;
+    const int S = (int)blockDim.y * L;
+    T *dst = st + (int)threadIdx.y * L;
+    const T *xr = x + b * N, *yr = y + b * N, *gr = g ? g + b * N : nullptr;
+#pragma unroll
+    for (int j = 0; j < per; ++j) {
+        const int d = ((int)threadIdx.x * per + j) * E;
+        if (d < N) {
+#pragma unroll
+            for (int i = 0; i < D; ++i) {
+                cp_async<E * sizeof(T)>(dst + i * S + d, xr + i * BN + d);
+                cp_async<E * sizeof(T)>(dst + (D + i) * S + d, yr + i * BN + d);
+                if (gr)
+                    cp_async<E * sizeof(T)>(dst + (2 * D + i) * S + d, gr + i * BN + d);
+            }
+        }
+    }
+}
+template <int D, int F, class T>
+__device__ __forceinline__ void prefetch_rows(T *st, const T *__restrict__ x, const T *__restrict__ y,
+                                              const T *__restrict__ g, int64_t BN, int64_t b, int64_t B, int N,
+                                              const Layout &lay)
+{
+    constexpr int E16 = 16 / sizeof(T), E4 = sizeof(T) >= 4 ? 1 : 4 / sizeof(T);
+    constexpr bool MID = F != E16 && F != E4 && F * sizeof(T) >= 4; /* forward's F-element pieces */
+    if (b < B) {
+        if (lay.E == E16)
+            prefetch_pieces<D, F, E16>(st, x, y, g, BN, b, N, lay.L);
+        else if (MID && lay.E == F)
+            prefetch_pieces<D, F, MID ? F : E4>(st, x, y, g, BN, b, N, lay.L);
+        else
+            prefetch_pieces<D, F, E4>(st, x, y, g, BN, b, N, lay.L);
     }
     cp_async_commit();
 }
 
-template <int ALG, class T, int F, bool RESIDENT>
-__global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict__ y, const T *__restrict__ w,
+/* Zero the stage padding [N, L) of every row slot once: copies never write there, so reads
+ * past N see zeros for the rest of the kernel. K inputs a stage. */
+template <class T>
+__device__ __forceinline__ void zero_stage_padding(T *st, int rows_total, int N, int L)
+{
+    for (int r = threadIdx.y; r < rows_total; r += blockDim.y)
+        for (int n = N + threadIdx.x; n < L; n += blockDim.x)
+            st[r * L + n] = store<T>(0.0f);
+}
+
+template <int ALG, class T, int F, int MODE>
+__global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) sgp_forward_kernel(const T *__restrict__ x, const T *__restrict__ y, const T *__restrict__ w,
                                    T *__restrict__ out, typename Compute<T>::type *__restrict__ norms, int64_t B,
                                    int64_t N, int normalize, int gate, int vec, Layout lay)
 {
     using A = AlgebraTraits<ALG>;
     using C = typename Compute<T>::type;
     constexpr int D = A::D, G = A::G;
+    constexpr bool RES = MODE == kResident;
+    static_assert(MODE != kLongShared, "the forward's long rows read global weights");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     C *red = reinterpret_cast<C *>(smem_raw) + threadIdx.y * (blockDim.x / 32) * G;
-    const T *ws = RESIDENT && lay.ws_off ? reinterpret_cast<T *>(smem_raw + lay.ws_off) : nullptr;
-    T *stages = RESIDENT && lay.pipe_off ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
-    const int64_t stage_elems = (int64_t)2 * D * nthreads * F;
     const int64_t BN = B * N;
     const int64_t row_step = (int64_t)gridDim.x * blockDim.y;
     const int64_t chunk_stride = (int64_t)blockDim.x * F;
-    const int64_t chunks = RESIDENT ? 1 : (N + chunk_stride - 1) / chunk_stride;
+    const int64_t chunks = RES ? 1 : (N + chunk_stride - 1) / chunk_stride;
+    /* resident: stages [stages][2D][rows][L] after the staged weights */
+    T *stages = RES ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
+    const int S = (int)blockDim.y * lay.L, stage_elems = 2 * D * S;
+    Weights<MODE, T, A::P> wt{w, RES ? reinterpret_cast<const T *>(smem_raw + lay.ws_off) : nullptr, N};
 
-    /* the first rows' loads go out before the weights are staged, so the two overlap */
-    if (stages)
-        prefetch_row<D, F>(stages, x, y, BN, (int64_t)blockIdx.x * blockDim.y + threadIdx.y, B, N, tid, nthreads);
-    if (ws)
-        stage_weights<A::P, F>(w, const_cast<T *>(ws), N);
+    if constexpr (RES) {
+        /* the first rows' loads go out before the weights are staged, so the two overlap */
+        if (lay.stages == 2)
+            prefetch_rows<D, F>(stages, x, y, (const T *)nullptr, BN, (int64_t)blockIdx.x * blockDim.y + threadIdx.y, B,
+                                (int)N, lay);
+        zero_stage_padding(stages, lay.stages * 2 * D * (int)blockDim.y, (int)N, lay.L);
+        stage_weights<A::P, F>(w, const_cast<T *>(wt.ws), (int)N, lay.L);
+    }
 
     Chunk<ALG, T, F> c;
     int it = 0;
@@ -334,9 +386,20 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
         const int64_t b = base + threadIdx.y;
         const bool valid = b < B;
         const int64_t row = b * N;
-        if (stages) { /* queue the next rows, then wait for this one's (all but the newest group) */
-            prefetch_row<D, F>(stages + ((it + 1) & 1) * stage_elems, x, y, BN, b + row_step, B, N, tid, nthreads);
-            cp_async_wait<1>();
+        const T *cur = nullptr;
+        if constexpr (RES) {
+            /* E <= F: each thread copied only its own features, so its wait orders them */
+            if (lay.stages == 2) { /* queue the next rows, then wait for this one's */
+                prefetch_rows<D, F>(stages + ((it + 1) & 1) * stage_elems, x, y, (const T *)nullptr, BN, b + row_step,
+                                    B, (int)N, lay);
+                cp_async_wait<1>();
+                cur = stages + (it & 1) * stage_elems;
+            } else {
+                prefetch_rows<D, F>(stages, x, y, (const T *)nullptr, BN, b, B, (int)N, lay);
+                cp_async_wait<0>();
+                cur = stages;
+            }
+            cur += (int)threadIdx.y * lay.L + (int)threadIdx.x * F;
         }
         C inv[G], acc[G];
 #pragma unroll
@@ -346,11 +409,11 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
         for (int64_t ch = 0; ch < chunks; ++ch) {
             const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
             if (valid && n0 < N) {
-                if (stages)
-                    c.load_staged(stages + (it & 1) * stage_elems, tid, nthreads, gate);
+                if constexpr (RES)
+                    c.load_stage(cur, S, gate);
                 else
                     c.load_inputs(x, y, BN, row, n0, N, vec, gate);
-                c.product(w, ws, n0, N);
+                c.product(wt, (int)(ch * chunk_stride) + (int)threadIdx.x, n0);
                 if (normalize)
                     c.add_norm_parts(acc);
             }
@@ -373,9 +436,9 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
         for (int64_t ch = 0; ch < chunks; ++ch) {
             const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
             if (valid && n0 < N) {
-                if (!RESIDENT) {
+                if constexpr (!RES) {
                     c.load_inputs(x, y, BN, row, n0, N, vec, gate);
-                    c.product(w, ws, n0, N);
+                    c.product(wt, (int)(ch * chunk_stride) + (int)threadIdx.x, n0);
                 }
                 static_for<D>([&](auto i) {
                     constexpr int a = decltype(i)::value;
@@ -389,27 +452,29 @@ __global__ void sgp_forward_kernel(const T *__restrict__ x, const T *__restrict_
             }
         }
     }
-    if (stages)
+    if constexpr (RES)
         cp_async_wait<0>(); /* nothing may be in flight into shared memory at exit */
 }
 
-/* Backward. The weight gradient of this block's rows is accumulated per feature in shared
- * memory (lay.acc_off; one [P][L] slice per row group, L = the row's padded length, column
- * ch * tx * F + f * tx + thread: each thread updates only its own words, no atomics and no
- * bank conflicts), then written to the block's partial slot (N, P) in fixed order. When that
- * does not fit (very long rows; then one row group per block) the slot in global memory
- * is the accumulator, updated by its single owner thread. */
-template <int ALG, class T, int F, bool RESIDENT>
-__global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) sgp_backward_kernel(const T *__restrict__ gout, const T *__restrict__ x, const T *__restrict__ y,
-                                    const T *__restrict__ w, const typename Compute<T>::type *__restrict__ norms,
-                                    T *__restrict__ grad_x, T *__restrict__ grad_y,
-                                    typename Compute<T>::type *__restrict__ partial, int64_t B, int64_t N,
-                                    int normalize, int gate, int vec, Layout lay)
+/* Backward. The weight gradient of this block's rows is accumulated per feature: in shared
+ * memory (kResident, kLongShared; one [L][PA] slice per row group in the column order of
+ * Weights: each thread updates only its own words, no atomics, no bank conflicts), then
+ * written to the block's partial slot (P, N) in fixed order; or (kLong: one row group a
+ * block) in the slot itself, each word updated by its single owner thread. */
+template <int ALG, class T, int F, int MODE>
+__global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
+    sgp_backward_kernel(const T *__restrict__ gout, const T *__restrict__ x, const T *__restrict__ y,
+                        const T *__restrict__ w, const typename Compute<T>::type *__restrict__ norms,
+                        T *__restrict__ grad_x, T *__restrict__ grad_y,
+                        typename Compute<T>::type *__restrict__ partial, int64_t B, int64_t N, int normalize,
+                        int gate, int vec, Layout lay)
 {
     using A = AlgebraTraits<ALG>;
     using C = typename Compute<T>::type;
     using Order = PathOrder<ALG>;
     constexpr int D = A::D, G = A::G, P = A::P;
+    constexpr bool RES = MODE == kResident, SHARED_ACC = MODE != kLong;
+    constexpr int PA = padded_paths<P, C>(); /* accumulator rows [L][PA] */
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int warps = blockDim.x >> 5;
     C *red = reinterpret_cast<C *>(smem_raw) + threadIdx.y * warps * 2 * G;
@@ -417,30 +482,30 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t BN = B * N;
     const int64_t chunk_stride = (int64_t)tx * F;
-    const int64_t chunks = RESIDENT ? 1 : (N + chunk_stride - 1) / chunk_stride;
-    const int64_t L = chunks * chunk_stride;
+    const int64_t chunks = RES ? 1 : (N + chunk_stride - 1) / chunk_stride;
+    const int L = lay.L;
     C *slot = partial + (int64_t)blockIdx.x * N * P; /* this block's weight-gradient partial */
-    C *gacc = lay.acc_off ? reinterpret_cast<C *>(smem_raw + lay.acc_off) : nullptr;
-    /* resident rows with 16-byte aligned rows: x, y, grad_out of the next rows stream into
-     * shared memory while these are computed (double-buffered, [3D][rows][N]) */
-    T *stages = RESIDENT && lay.pipe_off ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
+    C *gacc = SHARED_ACC ? reinterpret_cast<C *>(smem_raw + lay.acc_off) : nullptr;
+    Weights<MODE, T, P> wt{w, SHARED_ACC ? reinterpret_cast<const T *>(smem_raw + lay.ws_off) : nullptr, N};
+    /* resident: x, y, grad_out of the next rows stream into [stages][3D][rows][L] while these
+     * are computed */
+    T *stages = RES ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
     const int64_t row_step = (int64_t)gridDim.x * blockDim.y;
-    const int64_t stage_elems = (int64_t)3 * D * blockDim.y * N;
-    if (stages)
-        prefetch_rows<D>(stages, x, y, gout, BN, (int64_t)blockIdx.x * blockDim.y, B, N, tid, nthreads);
-    if (gacc) {
-        for (int64_t i = tid; i < (int64_t)blockDim.y * P * L; i += nthreads)
+    const int S = (int)blockDim.y * L, stage_elems = 3 * D * S;
+    if constexpr (RES) {
+        if (lay.stages == 2)
+            prefetch_rows<D, F>(stages, x, y, gout, BN, (int64_t)blockIdx.x * blockDim.y + threadIdx.y, B, (int)N,
+                                lay);
+        zero_stage_padding(stages, lay.stages * 3 * D * (int)blockDim.y, (int)N, L);
+    }
+    if constexpr (SHARED_ACC) {
+        for (int i = tid; i < (int)blockDim.y * PA * L; i += nthreads)
             gacc[i] = 0;
-        gacc += (int64_t)threadIdx.y * P * L;
+        gacc += threadIdx.y * PA * L;
+        stage_weights<P, F>(w, const_cast<T *>(wt.ws), (int)N, L); /* ends with the barrier the zeroing needs */
     } else {
         for (int64_t i = tid; i < N * P; i += nthreads)
             slot[i] = 0;
-    }
-    const T *ws = nullptr;
-    if (RESIDENT && lay.ws_off) {
-        ws = reinterpret_cast<T *>(smem_raw + lay.ws_off);
-        stage_weights<P, F>(w, const_cast<T *>(ws), N); /* ends with the barrier the zeroing needs */
-    } else {
         __syncthreads();
     }
 
@@ -450,36 +515,50 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
         const int64_t b = base + threadIdx.y;
         const bool valid = b < B;
         const int64_t row = b * N;
-        /* where this row's inputs are read: global memory, or the stage (component stride S) */
-        const T *xs = x, *ys = y, *gs = gout;
-        int64_t S = BN, roff = row;
-        if (stages) {
-            cp_async_wait<0>();
-            __syncthreads(); /* every piece of this stage landed; the other stage is free again */
-            prefetch_rows<D>(stages + ((it + 1) & 1) * stage_elems, x, y, gout, BN, base + row_step, B, N, tid,
-                             nthreads);
-            xs = stages + (it & 1) * stage_elems;
-            S = (int64_t)blockDim.y * N;
-            ys = xs + D * S;
-            gs = ys + D * S;
-            roff = (int64_t)threadIdx.y * N;
+        const T *cur = nullptr; /* resident: this thread's features of x's component 0 in the stage */
+        if constexpr (RES) {
+            /* pieces span several threads' features: a barrier after the wait */
+            if (lay.stages == 2) {
+                cp_async_wait<0>();
+                __syncthreads(); /* this stage landed; every thread is done with the other one */
+                prefetch_rows<D, F>(stages + ((it + 1) & 1) * stage_elems, x, y, gout, BN, b + row_step, B, (int)N,
+                                    lay);
+                cur = stages + (it & 1) * stage_elems;
+            } else {
+                __syncthreads(); /* every thread is done with the stage */
+                prefetch_rows<D, F>(stages, x, y, gout, BN, b, B, (int)N, lay);
+                cp_async_wait<0>();
+                __syncthreads();
+                cur = stages;
+            }
+            cur += (int)threadIdx.y * L + (int)threadIdx.x * F;
         }
         C go[D][F];
-        C red_v[2 * G]; /* dot_g, then q_g when norms were not saved */
         C r[G], rinv[G], dcoef[G];
-#pragma unroll
-        for (int k = 0; k < 2 * G; ++k)
-            red_v[k] = 0;
         if (normalize) {
+            C red_v[2 * G]; /* dot_g, then q_g when norms were not saved */
+#pragma unroll
+            for (int k = 0; k < 2 * G; ++k)
+                red_v[k] = 0;
             for (int64_t ch = 0; ch < chunks; ++ch) {
                 const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
                 if (valid && n0 < N) {
-                    c.load_inputs(xs, ys, S, roff, n0, N, vec, gate);
-                    c.product(w, ws, n0, N);
+                    if constexpr (RES)
+                        c.load_stage(cur, S, gate);
+                    else
+                        c.load_inputs(x, y, BN, row, n0, N, vec, gate);
+                    c.product(wt, (int)(ch * chunk_stride) + (int)threadIdx.x, n0);
                     static_for<D>([&](auto i) {
                         constexpr int a = decltype(i)::value;
                         constexpr int g = A::table.grade[a];
-                        load_chunk<T, F>(gs + a * S + roff, n0, N, vec, go[a]);
+                        if constexpr (RES) {
+                            const Vec<T, F> v = *reinterpret_cast<const Vec<T, F> *>(cur + (2 * D + a) * S);
+#pragma unroll
+                            for (int f = 0; f < F; ++f)
+                                go[a][f] = load<T>(v.v[f]);
+                        } else {
+                            load_chunk<T, F>(gout + a * BN + row, n0, N, vec, go[a]);
+                        }
 #pragma unroll
                         for (int f = 0; f < F; ++f)
                             red_v[g] += go[a][f] * c.o[a][f];
@@ -496,7 +575,19 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
                     }
                 }
             }
-            group_sum_runtime(red_v, red, warp, lane, warps);
+            /* the norms saved by the forward leave only the G dot products to reduce */
+            if (norms) {
+                C dots[G];
+#pragma unroll
+                for (int g = 0; g < G; ++g)
+                    dots[g] = red_v[g];
+                group_sum_runtime(dots, red, warp, lane, warps);
+#pragma unroll
+                for (int g = 0; g < G; ++g)
+                    red_v[g] = dots[g];
+            } else {
+                group_sum_runtime(red_v, red, warp, lane, warps);
+            }
 #pragma unroll
             for (int g = 0; g < G; ++g) {
                 r[g] = norms ? (valid ? norms[b * G + g] : C(1))
@@ -512,13 +603,24 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
                 continue;
             /* resident rows keep x, y, o and grad_out in registers across the reduction (F is
              * small enough for that); longer rows read them again, from L2 mostly */
-            if (!RESIDENT || !normalize) {
-                c.load_inputs(xs, ys, S, roff, n0, N, vec, gate);
-                if (normalize)
-                    c.product(w, ws, n0, N);
+            if (!RES || !normalize) {
+                if constexpr (RES) {
+                    c.load_stage(cur, S, gate);
 #pragma unroll
-                for (int a = 0; a < D; ++a)
-                    load_chunk<T, F>(gs + a * S + roff, n0, N, vec, go[a]);
+                    for (int a = 0; a < D; ++a) {
+                        const Vec<T, F> v = *reinterpret_cast<const Vec<T, F> *>(cur + (2 * D + a) * S);
+#pragma unroll
+                        for (int f = 0; f < F; ++f)
+                            go[a][f] = load<T>(v.v[f]);
+                    }
+                } else {
+                    c.load_inputs(x, y, BN, row, n0, N, vec, gate);
+#pragma unroll
+                    for (int a = 0; a < D; ++a)
+                        load_chunk<T, F>(gout + a * BN + row, n0, N, vec, go[a]);
+                }
+                if (normalize)
+                    c.product(wt, (int)(ch * chunk_stride) + (int)threadIdx.x, n0);
             }
             if (normalize) {
                 C t[G][F];
@@ -548,7 +650,7 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
                     constexpr int U = decltype(u)::value;
                     constexpr fc_term e = A::table.term[Order::order.term[U]];
                     if constexpr (Order::first(U)) {
-                        wp = c.weight(w, ws, e.path, f, n, N);
+                        wp = wt(e.path, col, n);
                         gp = 0;
                     }
                     const C xi = c.x[e.i][f], yk = c.y[e.k][f], gj = go[e.j][f];
@@ -557,10 +659,10 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
                     gyv[e.k][f] += sw * (xi * gj);
                     gp += C(e.sign) * xi * gy_;
                     if constexpr (Order::last(U)) {
-                        if (gacc)
-                            gacc[e.path * (int)L + col] += gp * gg;
+                        if constexpr (SHARED_ACC)
+                            gacc[col * PA + e.path] += gp * gg;
                         else if (n < N)
-                            slot[n * P + e.path] += gp * gg;
+                            slot[e.path * N + n] += gp * gg;
                     }
                 });
                 /* gxg = gxv Phi(y0); MVGELU backward: gx_i = gxg_i Phi(x0), + phi(x0) sum_k gxg_k x_k at i = 0 */
@@ -591,35 +693,41 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
             }
         }
     }
-    if (stages)
+    if constexpr (RES)
         cp_async_wait<0>(); /* the last (empty) prefetch */
-    if (lay.acc_off) {
-        /* the row groups' accumulators, added in order, into the block's (N, P) slot */
+    if constexpr (SHARED_ACC) {
+        /* the row groups' accumulators, added in order, into the block's (P, N) slot: thread
+         * (x, y) takes paths y, y + blockDim.y, ... at its own columns (conflict-free reads,
+         * coalesced writes, no division) */
         __syncthreads();
         const C *g0 = reinterpret_cast<const C *>(smem_raw + lay.acc_off);
-        for (int64_t k = tid; k < N * P; k += nthreads) {
-            const int64_t n = k / P;
-            const int p = (int)(k % P);
-            const int64_t rem = n % chunk_stride;
-            const int64_t col = n - rem + (rem % F) * tx + rem / F;
-            C v = 0;
-            for (int ry = 0; ry < (int)blockDim.y; ++ry)
-                v += g0[((int64_t)ry * P + p) * L + col];
-            slot[k] = v;
-        }
+        for (int p = threadIdx.y; p < P; p += blockDim.y)
+            for (int ch = 0; ch < (int)chunks; ++ch)
+#pragma unroll
+                for (int f = 0; f < F; ++f) {
+                    const int n = ch * (int)chunk_stride + (int)threadIdx.x * F + f;
+                    if (n >= N)
+                        continue;
+                    const int col = ch * (int)chunk_stride + f * tx + threadIdx.x;
+                    C v = 0;
+                    for (int ry = 0; ry < (int)blockDim.y; ++ry)
+                        v += g0[(ry * L + col) * PA + p];
+                    slot[(int64_t)p * N + n] = v;
+                }
     }
 }
 
-/* grad_weight[k] = sum over s of partial[s][k] in a fixed order, so deterministic: the S
- * slots are cut into blockDim.y contiguous segments, each summed in order by one thread
- * (threadIdx.x picks k, so a warp reads 32 consecutive words), and the segment sums are
- * added in segment order. */
+/* grad_weight[n, p] = sum over s of partial[s][p][n] in a fixed order, so deterministic:
+ * the S slots are cut into blockDim.y contiguous segments, each summed in order by one
+ * thread (threadIdx.x picks k = p * N + n, so a warp reads 32 consecutive words), and the
+ * segment sums are added in segment order. */
 template <class T>
 __global__ void sum_partials_kernel(const typename Compute<T>::type *__restrict__ partial, T *__restrict__ out,
-                                    int64_t S, int64_t K)
+                                    int64_t S, int64_t N, int64_t P)
 {
     using C = typename Compute<T>::type;
     __shared__ C seg[8][32];
+    const int64_t K = N * P;
     const int64_t k = (int64_t)blockIdx.x * 32 + threadIdx.x;
     const int64_t per = (S + blockDim.y - 1) / blockDim.y;
     const int64_t s0 = threadIdx.y * per, s1 = s0 + per < S ? s0 + per : S;
@@ -633,7 +741,7 @@ __global__ void sum_partials_kernel(const typename Compute<T>::type *__restrict_
         C total = 0;
         for (int j = 0; j < (int)blockDim.y; ++j)
             total += seg[j][threadIdx.x];
-        out[k] = store<T>(total);
+        out[(k % N) * P + k / N] = store<T>(total);
     }
 }
 

@@ -21,7 +21,7 @@ namespace sgp {
 struct Config {
     int F;
     int tx, ty;   /* block (threads per row, rows per block) */
-    bool resident;
+    int mode;     /* kResident, kLongShared (backward only) or kLong */
     Layout lay;
     int64_t grid;
     int device;
@@ -67,18 +67,25 @@ inline bool pipe_enabled()
 
 inline size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
-template <int ALG, class T, bool BWD, bool RESIDENT> constexpr auto kernel()
+template <int ALG, class T, bool BWD, int MODE> constexpr auto kernel()
 {
     using A = AlgebraTraits<ALG>;
     if constexpr (BWD)
-        return sgp_backward_kernel<ALG, T, bwd_features<A::D, T>(), RESIDENT>;
+        return sgp_backward_kernel<ALG, T, bwd_features<A::D, T>(), MODE>;
     else
-        return sgp_forward_kernel<ALG, T, fwd_features<A::D, T>(), RESIDENT>;
+        return sgp_forward_kernel<ALG, T, fwd_features<A::D, T>(), MODE == kResident ? kResident : kLong>;
 }
 
-/* vec: the inputs allow the prefetch stages (forward: F-element aligned; backward: rows of
- * whole 16-byte pieces, 16-byte aligned) */
-template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device, bool vec)
+/* Elements per cp.async piece of the stages: the widest of 16 bytes (backward: pieces shared
+ * by a row's threads) or F elements (forward: each thread copies its own features), else
+ * 4 bytes, that N and the inputs' alignment allow; 0 when none does (then no stages). */
+template <class T, bool BWD> constexpr int widest_piece(int F) { return BWD ? 16 / (int)sizeof(T) : F; }
+template <class T> constexpr int narrowest_piece() { return sizeof(T) >= 4 ? 1 : 4 / (int)sizeof(T); }
+
+/* E: the stage piece the inputs allow (0: none). Resident rows need their stages (at least
+ * one), staged weights and, in backward, the weight-gradient sums in shared memory; rows
+ * that do not fit take kLongShared (backward, when weights and sums fit) or kLong. */
+template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device, int E)
 {
     using A = AlgebraTraits<ALG>;
     using C = typename Compute<T>::type;
@@ -89,48 +96,67 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     c.device = device;
     c.F = BWD ? bwd_features<D, T>() : fwd_features<D, T>();
     const int64_t need = (N + c.F - 1) / c.F; /* threads for a resident row */
-    /* threads a row may use: registers (the fewer of the two kernels) and, in backward, the
+    /* threads a row may use: registers (the fewest of the kernels) and, in backward, the
      * shared weight-gradient accumulators (F * P values a thread) */
-    int most = std::min({kMaxRowThreads, attributes<kernel<ALG, T, BWD, true>()>().maxThreadsPerBlock,
-                         attributes<kernel<ALG, T, BWD, false>()>().maxThreadsPerBlock});
+    int most = std::min({kMaxRowThreads, attributes<kernel<ALG, T, BWD, kResident>()>().maxThreadsPerBlock,
+                         attributes<kernel<ALG, T, BWD, kLong>()>().maxThreadsPerBlock});
     if (BWD)
-        most = (int)std::min<int64_t>(most, (int64_t)(limit / 2) / (int64_t)(c.F * P * sizeof(C)));
+        most = std::min({most, attributes<kernel<ALG, T, BWD, kLongShared>()>().maxThreadsPerBlock,
+                         (int)std::min<int64_t>(kMaxRowThreads, (int64_t)(limit / 2) / (int64_t)(c.F * padded_paths<P, C>() * sizeof(C)))});
     most = std::max(32, most / 32 * 32);
-    c.resident = need <= most;
-    c.tx = (int)(c.resident ? ((std::max<int64_t>(need, 1) + 31) / 32) * 32 : most);
-    c.ty = c.tx >= kBlockThreads ? 1 : kBlockThreads / c.tx;
-    const int threads = c.tx * c.ty;
-    const int warps = c.tx / 32;
-    size_t used = align16((size_t)c.ty * warps * (BWD ? 2 : 1) * A::G * sizeof(C));
-    if (BWD) {
-        const int64_t L = (c.resident ? 1 : (N + (int64_t)c.tx * c.F - 1) / ((int64_t)c.tx * c.F)) * c.tx * c.F;
-        const size_t acc = (size_t)c.ty * P * L * sizeof(C);
-        if (used + acc <= limit) {
-            c.lay.acc_off = used;
-            used = align16(used + acc);
+    auto shape = [&](bool resident) {
+        c.tx = (int)(resident ? ((std::max<int64_t>(need, 1) + 31) / 32) * 32 : most);
+        c.ty = c.tx >= kBlockThreads ? 1 : kBlockThreads / c.tx;
+        const int64_t cs = (int64_t)c.tx * c.F;
+        const int64_t L = (N + cs - 1) / cs * cs;
+        c.lay = Layout{};
+        c.lay.L = L < INT32_MAX ? (int)L : 0;
+        return align16((size_t)c.ty * (c.tx / 32) * (BWD ? 2 : 1) * A::G * sizeof(C)); /* reduction scratch */
+    };
+    size_t used = 0;
+    c.mode = kLong;
+    if (need <= most && E) {
+        used = shape(true);
+        const size_t acc = BWD ? (size_t)c.ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0;
+        const size_t ws = (size_t)padded_paths<P, T>() * c.lay.L * sizeof(T);
+        const size_t stage = (size_t)(BWD ? 3 : 2) * D * c.ty * c.lay.L * sizeof(T);
+        const size_t base = align16(align16(used + acc) + ws);
+        if (base + stage <= limit) {
+            c.mode = kResident;
+            c.lay.acc_off = BWD ? used : 0;
+            c.lay.ws_off = align16(used + acc);
+            c.lay.pipe_off = base;
+            c.lay.E = E;
+            c.lay.stages = pipe_enabled() && base + 2 * stage <= limit ? 2 : 1;
+            used = base + c.lay.stages * stage;
         }
-        /* without shared accumulators the row groups of a block would share its slot */
-        if (!c.lay.acc_off && c.ty > 1) {
+    }
+    if (c.mode != kResident) {
+        used = shape(false);
+        if (BWD && c.lay.L) {
+            const size_t acc = (size_t)c.ty * padded_paths<P, C>() * c.lay.L * sizeof(C);
+            const size_t ws = (size_t)padded_paths<P, T>() * c.lay.L * sizeof(T);
+            if (align16(align16(used + acc) + ws) <= limit) {
+                c.mode = kLongShared;
+                c.lay.acc_off = used;
+                c.lay.ws_off = align16(used + acc);
+                used = align16(c.lay.ws_off + ws);
+            }
+        }
+        if (c.mode == kLong && c.ty > 1) { /* the row groups of a block would share its slot */
             c.ty = 1;
-            used = align16((size_t)warps * 2 * A::G * sizeof(C));
-        }
-    }
-    const size_t stage = (size_t)c.F * c.tx * P * sizeof(T);
-    if (c.resident && used + stage <= limit) {
-        c.lay.ws_off = used;
-        used = align16(used + stage);
-    }
-    if (c.resident && vec && pipe_enabled()) {
-        const size_t pipe = BWD ? (size_t)2 * 3 * D * c.ty * N * sizeof(T) : (size_t)2 * 2 * D * threads * c.F * sizeof(T);
-        if (used + pipe <= limit) {
-            c.lay.pipe_off = used;
-            used = align16(used + pipe);
+            used = align16((size_t)(c.tx / 32) * (BWD ? 2 : 1) * A::G * sizeof(C));
         }
     }
     c.lay.total = used;
     const int64_t groups = (B + c.ty - 1) / c.ty;
-    const int64_t per_sm = c.resident ? blocks_per_sm<kernel<ALG, T, BWD, true>()>(c.tx * c.ty, used, device)
-                                      : blocks_per_sm<kernel<ALG, T, BWD, false>()>(c.tx * c.ty, used, device);
+    const int threads = c.tx * c.ty;
+    int64_t per_sm;
+    switch (c.mode) {
+    case kResident: per_sm = blocks_per_sm<kernel<ALG, T, BWD, kResident>()>(threads, used, device); break;
+    case kLongShared: per_sm = blocks_per_sm<kernel<ALG, T, BWD, kLongShared>()>(threads, used, device); break;
+    default: per_sm = blocks_per_sm<kernel<ALG, T, BWD, kLong>()>(threads, used, device); break;
+    }
     /* one wave of blocks that loop over the rows: staging is paid once per block, and in
      * backward the partials (S = grid) do not grow with B */
     c.grid = std::max<int64_t>(1, std::min(groups, per_sm * (int64_t)dev.sms));
@@ -155,7 +181,7 @@ template <auto Kernel> fc_status allow_smem(size_t smem, int device)
     return FC_OK;
 }
 
-/* Launch the resident or the two-pass instance of a kernel with the config's shape. */
+/* Launch the instance of the config's mode with the config's shape. */
 template <int ALG, class T, bool BWD, class... Args>
 fc_status launch(const Config &cfg, cudaStream_t stream, Args... args)
 {
@@ -168,9 +194,18 @@ fc_status launch(const Config &cfg, cudaStream_t stream, Args... args)
         FC_LAUNCH_CHECK(stream);
         return FC_OK;
     };
-    if (cfg.resident)
-        return go(std::integral_constant<decltype(kernel<ALG, T, BWD, true>()), kernel<ALG, T, BWD, true>()>{});
-    return go(std::integral_constant<decltype(kernel<ALG, T, BWD, false>()), kernel<ALG, T, BWD, false>()>{});
+    using std::integral_constant;
+    switch (cfg.mode) {
+    case kResident:
+        return go(integral_constant<decltype(kernel<ALG, T, BWD, kResident>()), kernel<ALG, T, BWD, kResident>()>{});
+    case kLongShared:
+        if constexpr (BWD)
+            return go(integral_constant<decltype(kernel<ALG, T, BWD, kLongShared>()),
+                                        kernel<ALG, T, BWD, kLongShared>()>{});
+        break;
+    default: break;
+    }
+    return go(integral_constant<decltype(kernel<ALG, T, BWD, kLong>()), kernel<ALG, T, BWD, kLong>()>{});
 }
 
 template <class T, int F> bool vec_ok(int64_t N, std::initializer_list<const void *> ptrs)
@@ -183,12 +218,26 @@ template <class T, int F> bool vec_ok(int64_t N, std::initializer_list<const voi
     return true;
 }
 
+/* The widest stage piece (elements) the row length and the pointers allow; 0 for none. */
+template <class T> int stage_piece(int wide, int64_t N, std::initializer_list<const void *> ptrs)
+{
+    for (int E : {wide, narrowest_piece<T>()}) {
+        bool ok = N % E == 0;
+        for (const void *p : ptrs)
+            ok = ok && aligned(p, sizeof(T) * E);
+        if (ok)
+            return E;
+    }
+    return 0;
+}
+
 template <int ALG, class T> fc_status forward(const fc_args *a, cudaStream_t stream)
 {
     using C = typename Compute<T>::type;
     constexpr int F = fwd_features<AlgebraTraits<ALG>::D, T>();
     const bool vec = vec_ok<T, F>(a->N_in, {a->x, a->y, a->out});
-    const Config cfg = make_config<ALG, T, false>(a->B, a->N_in, a->device, vec);
+    const int E = stage_piece<T>(widest_piece<T, false>(F), a->N_in, {a->x, a->y});
+    const Config cfg = make_config<ALG, T, false>(a->B, a->N_in, a->device, E);
     return launch<ALG, T, false>(cfg, stream, (const T *)a->x, (const T *)a->y, (const T *)a->weight, (T *)a->out,
                                  (C *)a->norms, (int64_t)a->B, (int64_t)a->N_in, a->normalize, a->gate, (int)vec);
 }
@@ -196,12 +245,15 @@ template <int ALG, class T> fc_status forward(const fc_args *a, cudaStream_t str
 template <int ALG, class T> size_t partial_bytes(const fc_args *a)
 {
     using C = typename Compute<T>::type;
+    constexpr int F = bwd_features<AlgebraTraits<ALG>::D, T>();
     if (a->B == 0 || a->N_in == 0)
         return 0;
-    /* the grid (one slot a block) depends on whether the stages fit: take the larger */
-    const Config c0 = make_config<ALG, T, true>(a->B, a->N_in, a->device, false);
-    const Config c1 = make_config<ALG, T, true>(a->B, a->N_in, a->device, true);
-    return (size_t)std::max(c0.grid, c1.grid) * (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(C);
+    /* the grid (one slot a block) depends on the mode, which depends on the inputs'
+     * alignment: take the largest over the stage pieces a call may get */
+    int64_t grid = 0;
+    for (int E : {widest_piece<T, true>(F), narrowest_piece<T>(), 0})
+        grid = std::max(grid, make_config<ALG, T, true>(a->B, a->N_in, a->device, E).grid);
+    return (size_t)grid * (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(C);
 }
 
 template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t stream)
@@ -222,8 +274,8 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
         return FC_ERR_VALUE;
     }
     const bool vec = vec_ok<T, F>(a->N_in, {a->x, a->y, a->grad_out, a->grad_x, a->grad_y});
-    const bool pieces = vec && (a->N_in * sizeof(T)) % 16 == 0 && vec_ok<T, 16 / sizeof(T)>(a->N_in, {a->x, a->y, a->grad_out});
-    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, pieces);
+    const int E = stage_piece<T>(widest_piece<T, true>(F), a->N_in, {a->x, a->y, a->grad_out});
+    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, E);
     C *partial = (C *)a->workspace;
     if (fc_status st = launch<ALG, T, true>(cfg, stream, (const T *)a->grad_out, (const T *)a->x, (const T *)a->y,
                                             (const T *)a->weight, (const C *)a->norms, (T *)a->grad_x,
@@ -233,7 +285,7 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
     if (a->grad_weight) {
         const int64_t K = a->N_in * P;
         sum_partials_kernel<T><<<(unsigned)((K + 31) / 32), dim3(32, 8), 0, stream>>>(partial, (T *)a->grad_weight,
-                                                                                    cfg.grid, K);
+                                                                                    cfg.grid, a->N_in, P);
         FC_LAUNCH_CHECK(stream);
     }
     return FC_OK;
