@@ -1,7 +1,7 @@
 """Figure: the 16-component algebras Cl(1,3) (Lorentz), Cl(3,0,1) (projective) and Cl(4,0),
 SGP and FCGP (tf32), float32, forward and forward+backward, against the torch baselines.
 
-    python benchmarks/algebras16.py [more harness flags]
+    python benchmarks/algebras16.py [more harness flags, e.g. --compile dynamic; they reach both runs]
 
 Results go to benchmarks/results/algebras16-sgp/ and benchmarks/results/algebras16-fcgp/.
 """

@@ -2,7 +2,7 @@
 tf32 matrix products, and bfloat16; forward and forward+backward, against the torch baselines
 and against torch.bmm doing the same T' products in the same precision (the bmm_ratio column).
 
-    python benchmarks/fcgp.py [more harness flags, e.g. --precision highest tf32 bf16]
+    python benchmarks/fcgp.py [more harness flags, e.g. --precision highest tf32 bf16, --compile dynamic]
 
 Results go to benchmarks/results/fcgp/.
 """

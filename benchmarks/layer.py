@@ -2,9 +2,11 @@
 nn.BaselineLayer (eager and torch.compile) and the einsum layer, in Cl(2,0) and Cl(3,0),
 float32 and bfloat16; two runs: the SGP layer and the FCGP layer (--use-fc, tf32).
 
-    python benchmarks/layer.py [more harness flags]
+    python benchmarks/layer.py [more harness flags, e.g. --compile dynamic --compile-ours]
 
-Results go to benchmarks/results/layer/ and benchmarks/results/layer-fc/.
+The flags reach both runs. Forward rows carry vs_parts: the layer's time over its parts
+(grade_linear plus the fused op, each timed alone); --compile-ours times our Layer under
+torch.compile(fullgraph=True). Results go to benchmarks/results/layer/ and benchmarks/results/layer-fc/.
 """
 
 import sys

@@ -3,7 +3,9 @@ forward and forward+backward, against the compiled, eager and einsum torch basel
 
     python benchmarks/sgp.py [more harness flags, e.g. --quick, --device cpu, -B 4096 -N 512]
 
-Flags given here override the figure's (the last occurrence wins). Results go to
+Flags given here override the figure's (the last occurrence wins). A sweep on a small GPU
+budget: --compile dynamic --reps 30 --max-seconds 0.5 (one compiled-baseline graph per
+configuration instead of one per shape). Results go to
 benchmarks/results/sgp/ (results.json, results.csv, heatmaps).
 """
 

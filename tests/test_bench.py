@@ -221,6 +221,95 @@ def test_compiled_baseline(tmp_path):
         assert compiled[0]["err_rel"] <= 1e-5
 
 
+def _compiled_or_skip(rows, impl="compiled"):
+    """The rows of a torch.compile'd impl; skip when torch.compile cannot run on this machine
+    (no C++ compiler for inductor: the harness records an error row, as test_compiled_baseline checks)."""
+    rows = [r for r in rows if r["impl"] == impl]
+    for r in rows:
+        if any(k in r["status"] for k in ("CppCompileError", "InductorError", "BackendCompilerFailed")):
+            pytest.skip(f"torch.compile unavailable here: {r['status']}")
+    return rows
+
+
+@needs_torch
+@pytest.mark.slow
+def test_compile_dynamic_one_graph_for_every_shape(tmp_path):
+    """--compile dynamic: recorded in the JSON and the console header; the compiled baseline
+    captures one graph per pass in the first cell and none in the second (a new B and N)."""
+    pytest.importorskip("torch._inductor")
+    args = "--op sgp --algebra 2 -B 6 9 -N 3 --baselines compiled --compile dynamic"
+    _, _, data = _run(tmp_path, *args.split())
+    meta, rows = data["meta"], data["rows"]
+    assert meta["settings"]["compile"] == "dynamic" and meta["settings"]["compile_ours"] is False
+    compiled = _compiled_or_skip(rows)
+    assert len(compiled) == 2 * 2
+    for r in compiled:
+        assert r["status"] == "ok" and r["err_ok"], r
+        assert r["new_graphs"] == (1 if r["batch"] == 6 else 0), r  # the second shape reuses the graph
+    assert meta["dynamo_graphs"] == 2  # forward (no grad) and forward+backward
+    assert "compile: dynamic" in report.console_table(rows, meta)
+
+
+@needs_torch
+@pytest.mark.slow
+def test_compile_ours_dynamic_layer(tmp_path):
+    """--compile-ours: our Layer under torch.compile(fullgraph=True), compiled once for both
+    shapes (its weights are arguments of the compiled function), checked and with parts."""
+    pytest.importorskip("torch._inductor")
+    args = "--op layer --algebra 3 -B 5 8 -N 4 --baselines none --passes forward --compile dynamic"
+    _, _, data = _run(tmp_path, *args.split(), "--compile-ours")
+    assert data["meta"]["settings"]["compile_ours"] is True
+    rows = _compiled_or_skip(data["rows"], "flashclifford")
+    assert [r["new_graphs"] for r in rows] == [1, 0]
+    for r in rows:
+        assert r["status"] == "ok" and r["err_ok"] and r["parts_us"] > 0 and r["vs_parts"] > 0, r
+
+
+@needs_torch
+def test_layer_parts(tmp_path):
+    """Layer forward rows carry parts_us (grade_linear + fused op, each timed alone) and
+    vs_parts = time / parts_us, in the JSON, the CSV and the console table; other rows none."""
+    header, csv_rows, data = _run(
+        tmp_path, "--op", "layer", "--algebra", "2", "--baselines", "eager", "-B", "5", "-N", "4"
+    )
+    assert {"parts_us", "vs_parts"} <= set(header)
+    rows = data["rows"]
+    _check_rows(rows, 2 * 2)
+    for r, c in zip(rows, csv_rows, strict=True):
+        if r["pass"] == "forward":
+            assert r["parts_us"] > 0 and r["vs_parts"] > 0, r
+            assert r["vs_parts"] == pytest.approx(r["time_us"] / r["parts_us"])
+            assert r["parts_us"] == pytest.approx(r["parts"]["linear_us"] + r["parts"]["op_us"])
+            assert float(c["vs_parts"]) == pytest.approx(r["vs_parts"], rel=1e-5)
+        else:
+            assert r["parts_us"] is None and r["vs_parts"] is None and c["vs_parts"] == ""
+    table = report.console_table(rows, data["meta"])
+    assert "vs parts" in table.splitlines()[1]
+    # tables without layer rows have no such column
+    assert "vs parts" not in report.console_table([dict(r, vs_parts=None) for r in rows])
+
+
+def test_figure_scripts_forward_extra_flags(monkeypatch):
+    """benchmarks/*.py: flags on their command line reach every harness run they make."""
+    import runpy
+
+    import flashclifford.bench as bench
+
+    root = os.path.join(os.path.dirname(__file__), "..", "benchmarks")
+    extra = ["--compile", "dynamic", "--reps", "30", "--max-seconds", "0.5"]
+    calls = []
+    monkeypatch.setattr(bench, "main", lambda argv: calls.append(list(argv)) or 0)
+    for script, runs in (("sgp.py", 1), ("fcgp.py", 1), ("layer.py", 2), ("algebras16.py", 2)):
+        calls.clear()
+        monkeypatch.setattr(sys, "argv", [script, *extra])
+        with pytest.raises(SystemExit) as e:
+            runpy.run_path(os.path.join(root, script), run_name="__main__")
+        assert e.value.code == 0
+        assert len(calls) == runs, script
+        for argv in calls:
+            assert argv[-len(extra) :] == extra, (script, argv)
+
+
 # --- compare -----------------------------------------------------------------------------------
 
 
@@ -354,6 +443,7 @@ def test_bad_arguments_exit_with_a_message(tmp_path):
         ["--baselines", "jax"],
         ["--passes", "sideways"],
         ["--algebra", "Cl(x)"],
+        ["--compile", "sometimes"],
     ):
         with pytest.raises(SystemExit) as e:
             bench_main([*TINY, *bad, "--out", str(tmp_path)])

@@ -141,6 +141,21 @@ def run_parser():
         "few reps) that finishes in under a minute on a small CPU machine",
     )
     p.add_argument("--baselines", nargs="+", help="subset of compiled eager einsum, or none (default all)")
+    p.add_argument(
+        "--compile",
+        choices=impls.COMPILE_MODES,
+        default="static",
+        help="the compiled baseline: static (default) compiles a graph specialised to each shape "
+        "(torch.compile dynamic=False, its best case, ~10 s per shape); dynamic compiles one graph "
+        "per configuration (op, algebra, normalize, precision; per dtype and pass) with the batch and "
+        "feature sizes symbolic, reused by every shape: far less compile time, graphs a little more general",
+    )
+    p.add_argument(
+        "--compile-ours",
+        action="store_true",
+        help="op=layer: time flashclifford.nn.Layer under torch.compile(fullgraph=True), compiled "
+        "as --compile says, instead of eager",
+    )
     p.add_argument("--reps", type=int, help="timed repetitions (default 100 on cuda, 20 on cpu)")
     p.add_argument("--warmup", type=int, help="warm-up calls (default 10 on cuda, 2 on cpu)")
     p.add_argument(
@@ -246,13 +261,17 @@ def settings_from_args(args, torch):
                 file=sys.stderr,
             )
         baselines = [b for b in baselines if b == "einsum"]
+    op = pick("op")
+    compile_ours = args.compile_ours and op == "layer"
+    if args.compile_ours and not compile_ours:
+        print("note: --compile-ours applies to --op layer only; ignored", file=sys.stderr)
     if args.op == "layer" and framework == "numpy":
         raise SystemExit("flashclifford.bench: --op layer needs torch (flashclifford.nn)")
     for n in pick("batch") + pick("features"):
         if n < 1:
             raise SystemExit("flashclifford.bench: batch and feature sizes must be >= 1")
     return Settings(
-        op=pick("op"),
+        op=op,
         algebras=[a.metric for a in algebras],
         dtypes=dtypes,
         precisions=precisions,
@@ -272,6 +291,8 @@ def settings_from_args(args, torch):
         host=not args.no_host,
         copy_gib=pick("copy_gib"),
         progress=not args.no_progress,
+        compile=args.compile,
+        compile_ours=compile_ours,
     )
 
 
@@ -292,18 +313,8 @@ def run(argv):
             raise SystemExit(
                 f"flashclifford.bench: --op layer needs flashclifford.nn, which failed to import: {e}"
             ) from None
-    if torch is not None and "compiled" in settings.baselines:
-        import torch._dynamo.config as dynamo_config
-
-        # one compiled graph per shape and dtype (dynamic=False): raise the recompile limit
-        for name in (
-            "recompile_limit",
-            "cache_size_limit",
-            "accumulated_recompile_limit",
-            "accumulated_cache_size_limit",
-        ):
-            if hasattr(dynamo_config, name):
-                setattr(dynamo_config, name, 4096)
+    # torch.compile's settings (raised recompile limits, no silent eager fallback) are applied
+    # by Sweep.run for the sweep's duration: sweep._dynamo_settings
     from . import env, plots, report
 
     meta = env.collect(torch, settings.device, settings.to_json(), argv)

@@ -11,10 +11,15 @@ Implementations (the `impl` column):
   flashclifford  the fused op: flashclifford.gelu_sgp_norm / gelu_fcgp_norm / nn.Layer
                  (torch), or flashclifford.ops on NumPy arrays (framework "numpy")
   compiled       torch.compile of the unfused torch baseline (reference.unfused_*_torch,
-                 nn.BaselineLayer), dynamic=False: specialised to each shape, its best case
+                 nn.BaselineLayer). --compile static (default): dynamic=False, a graph
+                 specialised to each shape, its best case; --compile dynamic: one graph per
+                 configuration with batch and feature sizes symbolic (compile_fn)
   eager          the same unfused baseline, eager
   einsum         the dense Cayley einsum (reference.sgp_torch / fcgp_torch; CGENN's form);
                  with framework "numpy" the NumPy float64 einsum of flashclifford.reference
+
+With --compile-ours (op=layer), flashclifford is nn.Layer under torch.compile(fullgraph=True),
+compiled the same way.
 
 Each implementation exposes forward() (no autograd graph), forward_backward() (output and
 all gradients, grad_out given), pre() (drop gradients, untimed), and grads().
@@ -40,6 +45,31 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
 # float32 precision -> torch.set_float32_matmul_precision, applied to every implementation
 # of a cell (ours gets the precision explicitly as well), so all compare at the same setting.
 MATMUL_PRECISION = {"highest": "highest", "tf32": "high", "bf16": "medium", None: "highest"}
+
+COMPILE_MODES = ("static", "dynamic")
+
+
+def compile_fn(torch, fn, mode, fullgraph=False):
+    """torch.compile of `fn` in a --compile mode.
+
+    static: dynamic=False, so each new shape recompiles into a graph specialised to it.
+    dynamic: the dims marked by mark_dynamic on the inputs (batch and features) are symbolic
+    and one graph serves every shape; fullgraph, so a graph break raises instead of running
+    part of the function eagerly (Sweep.run also makes a hit recompile limit raise).
+    """
+    if mode == "dynamic":
+        return torch.compile(fn, fullgraph=True)
+    return torch.compile(fn, dynamic=False, fullgraph=fullgraph)
+
+
+def mark_dynamic(torch, *tensor_dims):
+    """Mark (tensor, dims) symbolic for the next torch.compile trace. The component dim D and
+    the path dim P are never marked. Sizes 0 and 1 are always specialised by dynamo and marking
+    them raises, so they are left static (such a shape gets its own graph)."""
+    for t, dims in tensor_dims:
+        for d in dims:
+            if t.shape[d] > 1:
+                torch._dynamo.mark_dynamic(t, d)
 
 
 class Spec:
@@ -85,11 +115,12 @@ def _seed(spec: Spec) -> int:
 
 
 class TorchImpl:
-    """fn(*args) -> output, with `leaves` (name, tensor) whose gradients are wanted."""
+    """fn(*args) -> output, with `leaves` (name, tensor) whose gradients are wanted;
+    `compiled`: fn runs through torch.compile."""
 
-    def __init__(self, torch, name, fn, args, leaves, grad_out):
+    def __init__(self, torch, name, fn, args, leaves, grad_out, compiled=False):
         self.torch, self.name, self.fn, self.args = torch, name, fn, args
-        self.leaves, self.grad_out = leaves, grad_out
+        self.leaves, self.grad_out, self.compiled = leaves, grad_out, compiled
 
     def forward(self):
         with self.torch.no_grad():
@@ -115,8 +146,9 @@ class TorchImpl:
 class TorchCase:
     """The inputs of one cell on a torch device, and the implementations built on them."""
 
-    def __init__(self, torch, spec: Spec, device):
+    def __init__(self, torch, spec: Spec, device, compile_mode="static", compile_ours=False):
         self.torch, self.spec, self.device = torch, spec, device
+        self.compile_mode, self.compile_ours = compile_mode, compile_ours and spec.op == "layer"
         alg, B, N = spec.alg, spec.B, spec.N
         self.dtype = getattr(torch, spec.dtype)
         gen = torch.Generator(device=device)
@@ -153,11 +185,26 @@ class TorchCase:
 
     # -- implementations
 
-    def ours(self):
+    def ours(self, compiled_cache=None):
         torch, s = self.torch, self.spec
-        if s.op == "layer":
-            return self._layer_impl(OURS, self.layer)
         import flashclifford as fc
+
+        if s.op == "layer":
+            if not self.compile_ours:
+                return self._layer_impl(OURS, self.layer)
+            # kernel_id's cache is a global the graph guards on: fill it before tracing
+            ops.kernel_id(s.alg.metric)
+            if self.compile_mode == "static":
+                call = compile_fn(torch, self.layer, "static", fullgraph=True)
+                return self._layer_impl(OURS, self.layer, call, compiled=True)
+            metric, normalize, prec, use_fc = s.alg.metric, s.normalize, s.precision, s.use_fc
+
+            def product(x, y, w):  # Layer._product with the weight as an argument
+                if use_fc:
+                    return fc.gelu_fcgp_norm(x, y, w, metric, normalize, prec)
+                return fc.gelu_sgp_norm(x, y, w, metric, normalize)
+
+            return self._layer_fn_impl(OURS, self.layer, product, compiled_cache)
 
         metric, normalize = s.alg.metric, s.normalize
         if s.op == "sgp":
@@ -175,12 +222,19 @@ class TorchCase:
     def baseline(self, name, compiled_cache):
         torch, s = self.torch, self.spec
         reference._tables_torch(s.alg, self.dtype, torch.device(self.device))  # never first inside compile
+        alg, normalize = s.alg, s.normalize
         if s.op == "layer":
             layer = self._baseline_layer(einsum=(name == "einsum"))
-            if name == "compiled":
-                return self._layer_impl(name, layer, torch.compile(layer, dynamic=False))
-            return self._layer_impl(name, layer)
-        alg, normalize = s.alg, s.normalize
+            if name != "compiled":
+                return self._layer_impl(name, layer)
+            if self.compile_mode == "static":  # a new compiled module per cell, as before
+                return self._layer_impl(name, layer, torch.compile(layer, dynamic=False), compiled=True)
+            ref_fn = reference.unfused_fcgp_torch if s.use_fc else reference.unfused_sgp_torch
+
+            def product(x, y, w):  # BaselineLayer._product with the weight as an argument
+                return ref_fn(x, y, w, alg, normalize)
+
+            return self._layer_fn_impl(name, layer, product, compiled_cache)
         if name == "einsum":
             ref = reference.sgp_torch if s.op == "sgp" else reference.fcgp_torch
         else:
@@ -190,19 +244,76 @@ class TorchCase:
             return ref(x, y, w, alg, normalize)
 
         if name == "compiled":
-            key = (s.op, alg.metric, normalize)
+            # one compiled callable per configuration; static mode recompiles it per shape.
+            # precision in the key: a graph must not outlive the matmul precision it was traced in
+            key = (s.op, alg.metric, normalize, s.precision)
             if key not in compiled_cache:
-                compiled_cache[key] = torch.compile(fn, dynamic=False)
+                compiled_cache[key] = compile_fn(torch, fn, self.compile_mode)
             fn = compiled_cache[key]
-        return TorchImpl(torch, name, fn, (self.x, self.y, self.weight), self._leaves(), self.grad_out)
+            if self.compile_mode == "dynamic":
+                w_dims = (0,) if s.op == "sgp" else (1, 2)  # (N, P) or (P, N_in, N_out)
+                mark_dynamic(torch, (self.x, (1, 2)), (self.y, (1, 2)), (self.weight, w_dims))
+        compiled = name == "compiled"
+        args = (self.x, self.y, self.weight)
+        return TorchImpl(torch, name, fn, args, self._leaves(), self.grad_out, compiled=compiled)
 
     def _leaves(self):
         return [("x", self.x), ("y", self.y), ("weight", self.weight)]
 
-    def _layer_impl(self, name, module, call=None):
+    def _layer_impl(self, name, module, call=None, compiled=False):
         leaves = [("x", self.x)] + [(n, p) for n, p in module.named_parameters()]
         fn = module if call is None else call  # bool(OptimizedModule) would call len() on the module
-        return TorchImpl(self.torch, name, fn, (self.x,), leaves, self.grad_out)
+        return TorchImpl(self.torch, name, fn, (self.x,), leaves, self.grad_out, compiled=compiled)
+
+    def _layer_fn_impl(self, name, layer, product, compiled_cache):
+        """--compile dynamic for a layer: Layer.forward as a function of the parameters
+        (nn.grade_linear, then `product`), compiled once per configuration and shared by all
+        cells. A compiled module would be specialised to its own parameters, whose shapes
+        change with N (and nn's input check compares N with a constant). `product` must depend
+        on the key only."""
+        from .. import nn as fcnn
+
+        torch, s = self.torch, self.spec
+        key = (name, "layer", s.alg.metric, s.normalize, s.use_fc, s.precision)
+        if key not in compiled_cache:
+
+            def forward(x, linear_weight, linear_bias, gp_weight, grades):
+                return product(x, fcnn.grade_linear(x, linear_weight, linear_bias, grades), gp_weight)
+
+            compiled_cache[key] = compile_fn(torch, forward, "dynamic")
+        compiled = compiled_cache[key]
+        gp_dims = (1, 2) if s.use_fc else (0,)  # (P, N, N) or (N, P)
+        mark_dynamic(
+            torch,
+            (self.x, (1, 2)),
+            (layer.linear_weight, (1, 2)),
+            (layer.linear_bias, (0,)),
+            (layer.gp_weight, gp_dims),
+        )
+        params = (layer.linear_weight, layer.linear_bias, layer.gp_weight, layer.grades)
+        return self._layer_impl(name, layer, lambda x: compiled(x, *params), compiled=True)
+
+    def layer_parts(self):
+        """(linear, op): the two halves of nn.Layer.forward as separate no-grad calls on this
+        cell's inputs, always eager: nn.grade_linear (the grade-wise linear map: index_select,
+        pad, one baddbmm over the D components) and the layer's fused op (Layer._product:
+        gelu_sgp_norm / gelu_fcgp_norm) on x and that map's output."""
+        from .. import nn as fcnn
+
+        torch, layer, x = self.torch, self.layer, self.x
+        lin_args = (layer.linear_weight, layer.linear_bias, layer.grades)
+        with torch.no_grad():
+            y = fcnn.grade_linear(x, *lin_args)
+
+        def linear():
+            with torch.no_grad():
+                return fcnn.grade_linear(x, *lin_args)
+
+        def op():
+            with torch.no_grad():
+                return layer._product(x, y)
+
+        return linear, op
 
     def _baseline_layer(self, einsum=False):
         from .. import nn as fcnn
@@ -351,7 +462,7 @@ class NumpyCase:
         else:
             self.weight = (rng.standard_normal((alg.P, N, N)) / math.sqrt(N)).astype(dt)
 
-    def ours(self):
+    def ours(self, compiled_cache=None):
         s, x, y, w = self.spec, self.x, self.y, self.weight
         metric, normalize = s.alg.metric, s.normalize
         if s.op == "sgp":

@@ -1,9 +1,11 @@
 """Writing and reading results: long-format CSV, JSON (rows + metadata), the console table.
 
 JSON layout: {"schema": SCHEMA, "meta": {...}, "rows": [...]}; each row has the CSV columns
-(sweep.COLUMNS) plus "times_us" (every repetition, microseconds) and "errors" (max abs and
-relative error of the output and of each gradient). The CSV holds the same rows without
-those two lists. Plots and compare read either file.
+(sweep.COLUMNS) plus "times_us" (every repetition, microseconds), "errors" (max abs and
+relative error of the output and of each gradient) and, where measured, "parts" and
+"new_graphs" (sweep.py). The CSV holds the same rows without those. meta.settings.compile
+is the compiled baseline's --compile mode (static / dynamic), meta.settings.compile_ours
+whether our layer ran under torch.compile. Plots and compare read either file.
 """
 
 from __future__ import annotations
@@ -135,9 +137,31 @@ def _vs(r):
     return f"{r['speedup']:.2f}x"
 
 
+COMPILE_NOTE = {
+    "static": "static (torch.compile dynamic=False: a graph per shape)",
+    "dynamic": "dynamic (one graph per configuration, batch and feature sizes symbolic)",
+}
+
+
+def compile_line(meta):
+    """The header line naming how torch.compile was used, or None when nothing was compiled."""
+    st = (meta or {}).get("settings") or {}
+    compiled = "compiled" in (st.get("baselines") or [])
+    if not (compiled or st.get("compile_ours")):
+        return None
+    mode = st.get("compile", "static")
+    line = f"compile: {COMPILE_NOTE.get(mode, mode)}"
+    if st.get("compile_ours"):
+        line += "; flashclifford layer under torch.compile(fullgraph=True)"
+    if meta.get("dynamo_graphs") is not None:
+        line += f"; {meta['dynamo_graphs']} graphs captured"
+    return line
+
+
 def console_table(rows, meta=None):
     """One line per cell and pass: our time [p20-p80] (us), host us, speedup over each
-    baseline (baseline time / ours), the roofline column, memory in passes, relative error."""
+    baseline (baseline time / ours), the roofline column, memory in passes, relative error,
+    and for layer forward rows our time over its parts (vs parts)."""
     groups, order = {}, []
     for r in rows:
         key = (
@@ -159,6 +183,9 @@ def console_table(rows, meta=None):
     head = ["op", "algebra", "dtype", "pass", "B", "N", "flashclifford us [p20-p80]", "host us"]
     head += [f"vs {b}" + ("-np" if b == "einsum" and einsum_np else "") for b in present]
     head += ["roofline", "mem", "rel err"]
+    parts = any(r.get("vs_parts") is not None for r in rows)
+    if parts:
+        head.append("vs parts")
     lines = [head]
     for key in order:
         g = groups[key]
@@ -186,6 +213,9 @@ def console_table(rows, meta=None):
         ]
         line += [_vs(g.get(b)) for b in present]
         line += [roof, mem, err]
+        if parts:
+            vs = ours.get("vs_parts") if ours is not None and ours["status"] == "ok" else None
+            line.append("-" if vs is None else f"{vs:.2f}x")
         lines.append(line)
     widths = [max(len(str(x[i])) for x in lines) for i in range(len(head))]
     out = []
@@ -193,6 +223,8 @@ def console_table(rows, meta=None):
         bw = meta.get("copy_bandwidth", {}).get("bytes_per_s")
         dev = meta.get("gpu") or meta.get("cpu")
         out.append(f"device: {dev}" + (f"  copy bandwidth {bw / 1e9:.1f} GB/s" if bw else ""))
+        if compile_line(meta):
+            out.append(compile_line(meta))
     for i, line in enumerate(lines):
         out.append(
             "  ".join(
@@ -203,5 +235,6 @@ def console_table(rows, meta=None):
     out.append(
         "vs X: X's time / flashclifford's (>1: fused op faster); mem: peak extra memory in passes "
         "over D*B*N; roofline: SGP bytes/s as % of copy bandwidth, FCGP time over torch.bmm"
+        + ("; vs parts: layer forward time / (grade_linear + fused op, each timed alone)" if parts else "")
     )
     return "\n".join(out)

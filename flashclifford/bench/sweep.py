@@ -22,6 +22,12 @@ Columns that need a definition (see also timing.py for how times are taken):
   bmm_us         FCGP: torch.bmm doing the same T' products (impls.bmm_yardstick) in the same
                  precision, same run; bmm_ratio = time / bmm_us (forward) or / (3 bmm_us)
                  (forward+backward); tflops counts 2 T' B N_in N_out per product (x3 fwd+bwd)
+  parts_us       layer forward rows: the time of the layer's two halves timed alone, the same way
+                 (same timing, same L2 policy): nn.grade_linear (the grade-wise linear map, one
+                 baddbmm) plus the fused op (gelu_sgp_norm / gelu_fcgp_norm) on x and its output.
+                 Each half starts from a flushed L2 on CUDA, so the sum is the cost of the
+                 parts run as separate calls; vs_parts = time / parts_us (the issue's bar:
+                 the compiled layer forward <= 1.10 x its parts)
   speedup        this row's time over flashclifford's time in the same cell and pass
                  (how many times faster the fused op is than this implementation)
   mem_ratio      this row's peak_mib over flashclifford's
@@ -30,6 +36,9 @@ Columns that need a definition (see also timing.py for how times are taken):
                  over the output and (forward+backward) every gradient; the gradient run uses a
                  grad_out that is zero outside those rows, so the weight gradient is exact too.
   err_tol, err_ok       SPEC section 2 tolerance for the dtype / precision, and rel <= tol
+JSON rows only: "parts" (linear_us, op_us: the two halves of parts_us) and, for torch.compile'd
+implementations, "new_graphs" (dynamo graphs captured while measuring this row; with
+--compile dynamic only the first cell of a configuration, per dtype and grad mode, captures one).
 Failed implementations keep their row: status "OOM" (out of memory; the sweep goes on),
 "error: ..." or "skipped: ...", with empty numbers.
 """
@@ -40,7 +49,7 @@ import gc
 import math
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -64,7 +73,7 @@ COLUMNS = [
     "op", "algebra", "dtype", "precision", "normalize", "pass", "batch", "features", "impl", "status",
     "time_us", "time_p20_us", "time_p80_us", "reps", "first_call_ms", "host_us", "host_ok", "wall_us",
     "peak_mib", "peak_fwd_mib", "peak_bwd_mib", "mem_passes",
-    "gbps", "frac_copy_bw", "bmm_us", "bmm_ratio", "tflops",
+    "gbps", "frac_copy_bw", "bmm_us", "bmm_ratio", "tflops", "parts_us", "vs_parts",
     "speedup", "mem_ratio",
     "err_max_abs", "err_rel", "err_tol", "err_ok",
     "device", "device_name", "framework", "cache", "commit", "flashclifford", "torch", "timestamp",
@@ -97,6 +106,10 @@ class Settings:
     host: bool = True
     copy_gib: float | None = None
     progress: bool = True
+    # the compiled baseline: "static" (torch.compile(dynamic=False), a graph per shape) or
+    # "dynamic" (one graph per configuration, batch and feature sizes symbolic); impls.compile_fn
+    compile: str = "static"
+    compile_ours: bool = False  # op=layer: our Layer under torch.compile(fullgraph=True) too
 
     def to_json(self):
         d = asdict(self)
@@ -186,6 +199,56 @@ def _matmul_precision(torch, spec: Spec):
         torch.set_float32_matmul_precision(old)
 
 
+def _compiling(s: Settings):
+    return "compiled" in s.baselines or (s.compile_ours and s.op == "layer")
+
+
+@contextmanager
+def _dynamo_settings(torch, s: Settings):
+    """torch.compile settings for the sweep, restored after it.
+
+    Raised recompile limits: static mode compiles a graph per shape, dtype and grad mode, all
+    on a few code objects. A hit limit raises (fail_on_recompile_limit_hit) instead of running
+    the function eagerly from then on, which would time eager under the name "compiled"; errors
+    are never suppressed. Dynamic mode: parameters (nn.Layer's weights, passed to the compiled
+    function) may have symbolic shapes, and sizes that happen to be equal in the first cell
+    (B = N) are not merged into one symbol (duck shaping), which would recompile for B != N.
+    """
+    if torch is None or not _compiling(s):
+        yield
+        return
+    import torch._dynamo.config as dynamo_config
+
+    # *_cache_size_limit: the names of the same limits in older torch
+    limits = ("recompile_limit", "accumulated_recompile_limit")
+    limits += ("cache_size_limit", "accumulated_cache_size_limit")
+    changes = dict.fromkeys(limits, 4096)
+    changes.update(fail_on_recompile_limit_hit=True, suppress_errors=False)
+    if s.compile == "dynamic":
+        changes["force_parameter_static_shapes"] = False
+    known = dynamo_config.get_config_copy()
+    with ExitStack() as stack:
+        stack.enter_context(dynamo_config.patch(**{k: v for k, v in changes.items() if k in known}))
+        if s.compile == "dynamic":
+            try:
+                import torch.fx.experimental._config as fx_config
+
+                stack.enter_context(fx_config.patch(use_duck_shape=False))
+            except (ImportError, AttributeError, KeyError):  # older torch: at worst one more graph
+                pass
+        yield
+
+
+def _dynamo_graphs():
+    """Graphs dynamo has captured in this process (None when the counter is not available)."""
+    try:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"]["unique_graphs"])
+    except Exception:
+        return None
+
+
 class Sweep:
     def __init__(self, settings: Settings, torch, meta: dict, log=None):
         self.s, self.torch, self.meta = settings, torch, meta
@@ -224,12 +287,15 @@ class Sweep:
         return "error: " + msg[:200]
 
     def _case(self, spec):
-        if self.s.framework == "numpy":
+        s = self.s
+        if s.framework == "numpy":
             return impls.NumpyCase(spec)
-        return impls.TorchCase(self.torch, spec, self.s.device)
+        return impls.TorchCase(self.torch, spec, s.device, s.compile, s.compile_ours)
 
     def _impl(self, case, name):
-        return case.ours() if name == OURS else case.baseline(name, self.compiled_cache)
+        if name == OURS:
+            return case.ours(self.compiled_cache)
+        return case.baseline(name, self.compiled_cache)
 
     def _time(self, fn, pre):
         s = self.s
@@ -257,12 +323,16 @@ class Sweep:
         specs = cells(s)
         progress = Progress(len(specs) * len(s.passes) * len(names), s.progress)
         started = time.perf_counter()
+        graphs0 = _dynamo_graphs() if _compiling(s) else None
         try:
-            for spec in specs:
-                with _matmul_precision(torch, spec):
-                    self._cell(spec, names, progress)
+            with _dynamo_settings(torch, s):
+                for spec in specs:
+                    with _matmul_precision(torch, spec):
+                        self._cell(spec, names, progress)
         finally:
             progress.close()
+        if graphs0 is not None:
+            self.meta["dynamo_graphs"] = _dynamo_graphs() - graphs0
         self.meta["copy_bandwidth_end"] = timing.copy_bandwidth(torch, self.cuda, s.copy_gib)
         self.meta["wall_seconds"] = round(time.perf_counter() - started, 2)
         self.meta["load_average_end"] = env.load_average()
@@ -285,7 +355,12 @@ class Sweep:
             self._free()
             return
         ref = self._reference(case, spec) if s.check else None
-        bmm = self._bmm(spec) if spec.op == "fcgp" else None
+        # the cell's yardstick: FCGP's torch.bmm seconds, the layer's (linear, op) seconds
+        yard = None
+        if spec.op == "fcgp":
+            yard = self._bmm(spec)
+        elif spec.op == "layer" and FWD in s.passes:
+            yard = self._parts(case, spec)
         for name in names:
             try:
                 impl = self._impl(case, name)
@@ -297,7 +372,7 @@ class Sweep:
                 if impl is None:
                     row = self._row(spec, p, name, status)
                 else:
-                    row = self._measure(case, impl, spec, p, ref, bmm)
+                    row = self._measure(case, impl, spec, p, ref, yard)
                 cell_rows[p].append(row)
                 self.rows.append(row)
             del impl
@@ -336,6 +411,20 @@ class Sweep:
             self._free()
             return None
 
+    def _parts(self, case, spec):
+        """(seconds of nn.grade_linear, seconds of the fused op), each timed alone, or None."""
+        try:
+            linear, op = case.layer_parts()
+            t_linear = self._time(linear, None).p50
+            t_op = self._time(op, None).p50
+            del linear, op
+            self._free()
+            return t_linear, t_op
+        except Exception as e:
+            self.log(f"{spec.label()}: layer parts: {self._status(e)}")
+            self._free()
+            return None
+
     def _row(self, spec, p, name, status):
         row = dict.fromkeys(COLUMNS)
         row.update(
@@ -360,10 +449,12 @@ class Sweep:
         row["pass"] = p
         return row
 
-    def _measure(self, case, impl, spec, p, ref, bmm):
+    def _measure(self, case, impl, spec, p, ref, yard):
         row = self._row(spec, p, impl.name, "ok")
         fn = impl.forward if p == FWD else impl.forward_backward
         first = None
+        compiled = getattr(impl, "compiled", False)
+        graphs0 = _dynamo_graphs() if compiled else None
         try:
             # the NumPy einsum baseline is the reference itself: nothing to check
             if ref is not None and not (self.s.framework == "numpy" and impl.name == "einsum"):
@@ -393,6 +484,10 @@ class Sweep:
                 row.update(self._memory(impl, p, spec))
             if self.s.host:
                 row.update(self._host(case, impl, spec, p, fn, t.p50))
+            if graphs0 is not None:
+                row["new_graphs"] = _dynamo_graphs() - graphs0
+                if _dynamo_graphs() == 0:  # TORCH_COMPILE_DISABLE and the like: this timed eager
+                    raise RuntimeError("torch.compile captured no graph (compilation disabled?)")
         except Exception as e:
             row["status"] = self._status(e)
             self.log(f"{spec.label()} {p} {impl.name}: {row['status']}")
@@ -400,7 +495,7 @@ class Sweep:
             self._free(force=True)
             return row
         impl.pre()
-        self._roofline(row, spec, p, bmm)
+        self._roofline(row, spec, p, yard)
         return row
 
     def _errors(self, case, impl, spec, p, ref):
@@ -474,7 +569,7 @@ class Sweep:
             n = max(1, min(20, int(0.1 / max(seconds, 1e-6))))
             wall = timing.wall_per_call_cuda(fn, impl.pre, self.torch, calls=n)
             return {"host_us": host * 1e6, "host_ok": ok, "wall_us": wall * 1e6}
-        if impl.name == "compiled":
+        if getattr(impl, "compiled", False):
             return {}  # a new shape would recompile; the CPU method needs the tiny shape
         key = (spec.tiny().label(), spec.normalize, p, impl.name)
         if key not in self.host_cache:
@@ -487,7 +582,7 @@ class Sweep:
             self.host_cache[key] = t.p50
         return {"host_us": self.host_cache[key] * 1e6, "host_ok": True}
 
-    def _roofline(self, row, spec, p, bmm):
+    def _roofline(self, row, spec, p, yard):
         t = row["time_us"] * 1e-6
         if spec.op == "sgp":
             nbytes = SGP_PASS_COUNT[p] * spec.multivector_bytes
@@ -496,9 +591,13 @@ class Sweep:
         elif spec.op == "fcgp":
             flops = 2.0 * impls.fc_products(spec.alg) * spec.B * spec.N * spec.N * BMM_COUNT[p]
             row["tflops"] = flops / t / 1e12
-            if bmm:
-                row["bmm_us"] = bmm * 1e6
-                row["bmm_ratio"] = t / (bmm * BMM_COUNT[p])
+            if yard:
+                row["bmm_us"] = yard * 1e6
+                row["bmm_ratio"] = t / (yard * BMM_COUNT[p])
+        elif spec.op == "layer" and p == FWD and yard:
+            row["parts_us"] = sum(yard) * 1e6
+            row["vs_parts"] = t / sum(yard)
+            row["parts"] = {"linear_us": yard[0] * 1e6, "op_us": yard[1] * 1e6}
 
     @staticmethod
     def _relative(rows):
