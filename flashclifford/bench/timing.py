@@ -4,10 +4,11 @@ Device time (``measure``)
   GPU: one pair of CUDA events around each repetition. Before each repetition the L2 is
   flushed by zeroing a buffer larger than it (cache="flush", the default), so a repetition
   reads its inputs from HBM as a layer in a network would; cache="warm" skips the flush.
-  The flush kernel (about 0.1 ms) is queued just before the timed call, so the GPU is busy
-  while the call is launched: a host cost under the flush time stays out of the events. A
-  call whose host cost is larger keeps the GPU waiting, and its time shows that (host-bound);
-  host cost is its own column (below).
+  After the flush a spin kernel (torch.cuda._sleep) holds the stream for 1.5 times the
+  wall time of one warm-up call, so the whole call (every kernel autograd launches) is
+  queued before the start event runs: the events time the GPU's work alone, back to back,
+  and a host-bound call no longer measures the CPU's launch gaps, which varied by up to 18%
+  between runs (the NVBench "blocking kernel" method). Host cost is its own column (below).
   CPU: time.perf_counter around each call (the CPU ops are synchronous).
   Both: warm-up calls first (the first call, with compilation, is timed on its own as
   first_call_ms; when the harness checks correctness, that check is the first call), then
@@ -114,7 +115,7 @@ def _measure_cpu(fn, pre, warmup, reps, max_seconds, first=None):
     return Timing(times, first)
 
 
-def _measure_cuda(fn, pre, torch, warmup, reps, max_seconds, flush, first=None):
+def _measure_cuda(fn, pre, torch, warmup, reps, max_seconds, flush, first=None, hold_stream=True):
     flush = flush or _noop
     if first is None:
         torch.cuda.synchronize()
@@ -135,9 +136,12 @@ def _measure_cuda(fn, pre, torch, warmup, reps, max_seconds, flush, first=None):
     n = int(min(reps, max(MIN_REPS, max_seconds / max(per_call, 1e-7))))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    hold = int(min(1.5 * per_call, 0.05) * _sleep_cycles_per_second(torch)) if hold_stream else 0
     for i in range(n):
         pre()
         flush()
+        if hold:
+            torch.cuda._sleep(hold)  # the call is queued while this spins
         starts[i].record()
         fn()
         ends[i].record()
@@ -232,7 +236,7 @@ def copy_bandwidth(torch=None, cuda=False, gib=None, reps=20):
                 gib /= 2
                 if gib < 1 / 64:
                     raise
-        timing = _measure_cuda(lambda: dst.copy_(src), _noop, torch, 3, reps, 10.0, None)
+        timing = _measure_cuda(lambda: dst.copy_(src), _noop, torch, 3, reps, 10.0, None, hold_stream=False)
         del src, dst
         torch.cuda.empty_cache()
         method = f"torch copy_ of {gib:g} GiB device to device, CUDA events, median of {timing.reps}"
