@@ -11,11 +11,12 @@
 #   bash benchmarks/run_sweeps.sh repeat sgp fcgp layer
 # FLAGS overrides the shared harness flags: the compiled baseline is built once per
 # configuration with symbolic sizes (--compile dynamic) so a sweep spends its time measuring,
-# and repetitions stop after 0.25 s of one measurement (>= 3 reps; medians and p20-p80 kept).
+# repetitions stop after 0.2 s of one measurement (>= 3 reps; medians and p20-p80 kept), and
+# host overhead is measured for flashclifford only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-FLAGS=${FLAGS:---compile dynamic --reps 30 --warmup 2 --max-seconds 0.25 --no-progress}
+FLAGS=${FLAGS:---compile dynamic --reps 30 --warmup 2 --max-seconds 0.2 --no-host-baselines --no-progress}
 RES=benchmarks/results
 status=0
 for part in "$@"; do

@@ -136,6 +136,15 @@ def test_layer_tiny_grid(tmp_path):
     assert {"out", "grad_x", "grad_gp_weight", "grad_linear_weight", "grad_linear_bias"} <= set(grads)
 
 
+def test_no_host_baselines_measures_ours_only(tmp_path):
+    _, _, data = _run(tmp_path, "--algebra", "2", "--baselines", "eager", "--no-host-baselines")
+    assert data["meta"]["settings"]["host_baselines"] is False
+    rows = data["rows"]
+    assert {r["impl"] for r in rows} == {"flashclifford", "eager"}
+    for r in rows:
+        assert (r.get("host_us") is not None) == (r["impl"] == "flashclifford"), r
+
+
 def test_numpy_path(tmp_path):
     """What runs without torch: flashclifford.ops on NumPy against the NumPy einsum."""
     _, _, data = _run(

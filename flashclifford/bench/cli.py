@@ -170,6 +170,11 @@ def run_parser():
     p.add_argument("--no-check", action="store_true", help="skip the float64 correctness check")
     p.add_argument("--no-host", action="store_true", help="skip the host-overhead measurement")
     p.add_argument(
+        "--no-host-baselines",
+        action="store_true",
+        help="measure host overhead for flashclifford only (the baselines' take about half a long sweep's time)",
+    )
+    p.add_argument(
         "--copy-gib", type=float, help="copy-bandwidth buffer in GiB (default 2 on cuda, 0.25 on cpu)"
     )
     p.add_argument(
@@ -289,6 +294,7 @@ def settings_from_args(args, torch):
         cache=args.cache,
         check=not args.no_check,
         host=not args.no_host,
+        host_baselines=not args.no_host_baselines,
         copy_gib=pick("copy_gib"),
         progress=not args.no_progress,
         compile=args.compile,

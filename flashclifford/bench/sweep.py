@@ -104,6 +104,7 @@ class Settings:
     cache: str = "flush"
     check: bool = True
     host: bool = True
+    host_baselines: bool = True
     copy_gib: float | None = None
     progress: bool = True
     # the compiled baseline: "static" (torch.compile(dynamic=False), a graph per shape) or
@@ -482,7 +483,7 @@ class Sweep:
             )
             if self.cuda:
                 row.update(self._memory(impl, p, spec))
-            if self.s.host:
+            if self.s.host and (self.s.host_baselines or impl.name == OURS):
                 row.update(self._host(case, impl, spec, p, fn, t.p50))
             if graphs0 is not None:
                 row["new_graphs"] = _dynamo_graphs() - graphs0
