@@ -179,10 +179,12 @@ def make_extension():
         ext.sources.append("csrc/nocuda.c")
         return ext
     nvcc, inc, lib = cuda
-    spec = os.environ.get("FLASHCLIFFORD_CUDA_ARCHS") or os.environ.get("TORCH_CUDA_ARCH_LIST") or "8.0;9.0+PTX"
+    spec = (os.environ.get("FLASHCLIFFORD_CUDA_ARCHS") or os.environ.get("TORCH_CUDA_ARCH_LIST")
+            or "8.0;9.0+PTX")
     ext.cuda_nvcc = nvcc
     ext.cuda_gencode, ext.cuda_arch_names = gencode_flags(spec)
-    print(f"flashclifford: building with CUDA ({nvcc}) for {ext.cuda_arch_names}", file=sys.stderr, flush=True)
+    print(f"flashclifford: building with CUDA ({nvcc}) for {ext.cuda_arch_names}", file=sys.stderr,
+          flush=True)
     ext.sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc" / "cuda").glob("*.cu"))
     ext.include_dirs.append(inc)
     ext.library_dirs.append(lib)

@@ -38,8 +38,8 @@ def main(device):
     rows = [
         ("torch: x + 1 (reference)", lambda: x + 1),
         ("torch.empty_like x2", lambda: (torch.empty_like(x), torch.empty(B, alg.G, device=device))),
-        ("_C.sgp_forward, outputs given", lambda: fc._C.sgp_forward(x, y, w, alg.id, True, out=out, norms=norms,
-                                                                     stream=s)),
+        ("_C.sgp_forward, outputs given", lambda: fc._C.sgp_forward(x, y, w, alg.id, True, out=out,
+                                                                     norms=norms, stream=s)),
         ("ops.sgp_forward (allocates)", lambda: fc.ops.sgp_forward(x, y, w, alg, stream=s)),
         ("gelu_sgp_norm, no grad", lambda: fc.gelu_sgp_norm(x, y, w, alg)),
         ("gelu_sgp_norm, inputs need grad", lambda: fc.gelu_sgp_norm(xg, yg, wg, alg)),

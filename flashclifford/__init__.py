@@ -17,7 +17,9 @@ __version__ = _C.build_info()["version"]
 
 __all__ = ["Algebra", "ops", "reference", "build_info", "gelu_sgp_norm", "gelu_fcgp_norm", "nn", "compat"]
 
-_TORCH_NAMES = {"gelu_sgp_norm": "._torch_ops", "gelu_fcgp_norm": "._torch_ops", "nn": ".nn", "compat": ".compat"}
+_TORCH_NAMES = {
+    "gelu_sgp_norm": "._torch_ops", "gelu_fcgp_norm": "._torch_ops", "nn": ".nn", "compat": ".compat",
+}
 
 
 def build_info() -> dict:

@@ -94,8 +94,8 @@ def _sgp_impl(x, y, weight, algebra, normalize, gate=True):
 
 def _sgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize, gate=True):
     if _upcast_cpu_half(x, y, weight, grad_out):
-        gx, gy, gw = _sgp_backward_impl(grad_out.float(), x.float(), y.float(), weight.float(), norms, algebra,
-                                        normalize, gate)
+        gx, gy, gw = _sgp_backward_impl(grad_out.float(), x.float(), y.float(), weight.float(), norms,
+                                        algebra, normalize, gate)
         return gx.to(x.dtype), gy.to(x.dtype), gw.to(x.dtype)
     grad_out, x, y, weight = grad_out.contiguous(), x.contiguous(), y.contiguous(), weight.contiguous()
     gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(weight)
@@ -125,14 +125,15 @@ def _fcgp_impl(x, y, weight, algebra, normalize, precision, gate=True):
 
 def _fcgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize, precision, gate=True):
     if _upcast_cpu_half(x, y, weight, grad_out):
-        gx, gy, gw = _fcgp_backward_impl(grad_out.float(), x.float(), y.float(), weight.float(), norms, algebra,
-                                         normalize, precision, gate)
+        gx, gy, gw = _fcgp_backward_impl(grad_out.float(), x.float(), y.float(), weight.float(), norms,
+                                         algebra, normalize, precision, gate)
         return gx.to(x.dtype), gy.to(x.dtype), gw.to(x.dtype)
     grad_out, x, y, weight = grad_out.contiguous(), x.contiguous(), y.contiguous(), weight.contiguous()
     gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(weight)
     ws = _workspace("fcgp", True, algebra, x, x.shape[-1], grad_out.shape[-1], precision, gate)
-    _C.fcgp_backward(grad_out, x, y, weight, algebra, normalize, precision, norms=norms if normalize else None,
-                     grad_x=gx, grad_y=gy, grad_weight=gw, workspace=ws, stream=_stream(x), gate=gate)
+    _C.fcgp_backward(grad_out, x, y, weight, algebra, normalize, precision,
+                     norms=norms if normalize else None, grad_x=gx, grad_y=gy, grad_weight=gw, workspace=ws,
+                     stream=_stream(x), gate=gate)
     return gx, gy, gw
 
 
@@ -249,7 +250,8 @@ def _require_tensors(**named):
     raise a RuntimeError about schemas instead)."""
     for name, t in named.items():
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__module__}.{type(t).__qualname__} "
+            raise TypeError(f"{name}: expected a torch.Tensor, got "
+                            f"{type(t).__module__}.{type(t).__qualname__} "
                             "(flashclifford.ops takes any DLPack array)")
 
 

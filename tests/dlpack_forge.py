@@ -108,7 +108,8 @@ class Forged:
     """
 
     def __init__(self, array=None, *, device=(KDL_CPU, 0), data=None, shape=None, strides="auto",
-                 dtype=None, flags=0, version=(1, 3), legacy=False, claim_device=None, accepts_max_version=True):
+                 dtype=None, flags=0, version=(1, 3), legacy=False, claim_device=None,
+                 accepts_max_version=True):
         self.array = array
         self.device = device
         self.claim_device = claim_device or device
@@ -136,8 +137,8 @@ class Forged:
         if self.strides not in (None, "auto"):
             self._strides = (ctypes.c_int64 * max(1, len(self.strides)))(*self.strides)
         return DLTensor(
-            data=self.data, device=DLDevice(*self.device), ndim=len(self.shape), dtype=DLDataType(*self.dtype),
-            shape=self._shape, strides=self._strides, byte_offset=0,
+            data=self.data, device=DLDevice(*self.device), ndim=len(self.shape),
+            dtype=DLDataType(*self.dtype), shape=self._shape, strides=self._strides, byte_offset=0,
         )
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -146,14 +147,16 @@ class Forged:
         if self.legacy or max_version is None:
             self._deleter = DELETER_L(self._on_delete)
             self._mt = DLManagedTensor(dl_tensor=self._tensor(), manager_ctx=None, deleter=self._deleter)
-            cap = _api.PyCapsule_New(ctypes.addressof(self._mt), NAME_L, ctypes.cast(_destructor_l, ctypes.c_void_p))
+            cap = _api.PyCapsule_New(ctypes.addressof(self._mt), NAME_L,
+                                     ctypes.cast(_destructor_l, ctypes.c_void_p))
         else:
             self._deleter = DELETER_V(self._on_delete)
             self._mt = DLManagedTensorVersioned(
-                version=DLPackVersion(*self.version), manager_ctx=None, deleter=self._deleter, flags=self.flags,
-                dl_tensor=self._tensor(),
+                version=DLPackVersion(*self.version), manager_ctx=None, deleter=self._deleter,
+                flags=self.flags, dl_tensor=self._tensor(),
             )
-            cap = _api.PyCapsule_New(ctypes.addressof(self._mt), NAME_V, ctypes.cast(_destructor_v, ctypes.c_void_p))
+            cap = _api.PyCapsule_New(ctypes.addressof(self._mt), NAME_V,
+                                     ctypes.cast(_destructor_v, ctypes.c_void_p))
         self.capsules.append(cap)
         self._keep.append((self._mt, self._deleter, self._shape, self._strides))  # alive as long as we are
         return cap

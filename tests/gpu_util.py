@@ -144,8 +144,8 @@ def check_fcgp(alg, batch, n_in, n_out, mode, normalize, seed=0):
     @functools.cache
     def sens(u):
         fwd = input_sensitivity(lambda *a: reference.fcgp_np(*a, alg, normalize), *args, samples=10, u=u)
-        bwd = input_sensitivity(lambda *a: reference.fcgp_backward_np(*a, alg, normalize), g64, *args, samples=10,
-                                u=u)
+        bwd = input_sensitivity(lambda *a: reference.fcgp_backward_np(*a, alg, normalize), g64, *args,
+                                samples=10, u=u)
         return fwd + bwd
 
     for k, name in enumerate(("out", "grad_x", "grad_y", "grad_weight")):

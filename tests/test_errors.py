@@ -47,13 +47,15 @@ def fcgp_bwd(**kw):
 
 CASES = [
     # (call, exception, message regex)
-    (sgp(weight=arr(N, 10)), ValueError, r"weight: expected shape \(6, 20\) for Cl\(3,0\) SGP, got \(6, 10\)"),
+    (sgp(weight=arr(N, 10)), ValueError,
+     r"weight: expected shape \(6, 20\) for Cl\(3,0\) SGP, got \(6, 10\)"),
     (sgp(weight=arr(N + 1, P)), ValueError, r"weight: expected shape \(6, 20\)"),
     (sgp(x=arr(4, B, N)), ValueError, r"x: expected shape \(8, \*batch, N\) for Cl\(3,0\)"),
     (sgp(x=arr(D)), ValueError, r"x: expected shape \(8, \*batch, N\)"),
     (sgp(y=arr(D, B, N + 1)), ValueError, r"y: expected shape \(8, 4, 6\)"),
     (sgp(y=arr(D, B + 1, N)), ValueError, r"y: expected shape \(8, 4, 6\)"),
-    (sgp(x=X.astype(np.int32)), TypeError, r"x: expected dtype float32, float64, bfloat16 or float16, got int32"),
+    (sgp(x=X.astype(np.int32)), TypeError,
+     r"x: expected dtype float32, float64, bfloat16 or float16, got int32"),
     (sgp(x=X.astype(np.complex64)), TypeError, r"x: expected dtype .* got complex64"),
     (sgp(y=Y.astype(np.float64)), TypeError, r"y: expected dtype float32 \(the dtype of x\), got float64"),
     (sgp(weight=W.astype(np.float64)), TypeError, r"weight: expected dtype float32"),
@@ -138,7 +140,8 @@ def test_cuda_tensor_without_usable_gpu():
 def test_torch_op_errors_name_the_argument():
     torch = pytest.importorskip("torch")
     x, y, w = torch.from_numpy(X), torch.from_numpy(Y), torch.from_numpy(W)
-    with pytest.raises(ValueError, match=r"weight: expected shape \(6, 20\) for Cl\(3,0\) SGP, got \(6, 10\)"):
+    with pytest.raises(ValueError,
+                       match=r"weight: expected shape \(6, 20\) for Cl\(3,0\) SGP, got \(6, 10\)"):
         fc.gelu_sgp_norm(x, y, w[:, :10], 3)
     with pytest.raises(ValueError, match="algebra"):
         fc.gelu_sgp_norm(x, y, w, (1, 1, 1, 1, 1))

@@ -52,14 +52,15 @@ def ref_backward_np(op, g, x, y, w, alg, normalize, gate=True):
 @pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 1e-5)])
 def test_values_and_gradients(op, alg, normalize, gate, dtype, tol):
     # separate leaves for our op; the reference works on float64 copies
-    x, y, w = (t.requires_grad_() for t in make(op, alg, dtype=dtype, batch=(2, 3), seed=hash((op, alg.name)) % 1000))
+    x, y, w = (t.requires_grad_()
+               for t in make(op, alg, dtype=dtype, batch=(2, 3), seed=hash((op, alg.name)) % 1000))
     out = fused(op, x, y, w, alg, normalize, gate=gate)
     assert out.dtype == dtype and out.shape == (alg.D, 2, 3, x.shape[-1] if op == "sgp" else 4)
     assert rel_err(out.detach().numpy(), ref_np(op, x, y, w, alg, normalize, gate)) <= tol
     g = torch.randn_like(out)
     out.backward(g)
     refs = ref_backward_np(op, g, x, y, w, alg, normalize, gate)
-    for name, t, r in zip("xyw", (x, y, w), refs):
+    for name, t, r in zip("xyw", (x, y, w), refs, strict=True):
         assert rel_err(t.grad.numpy(), r) <= tol, name
 
 
@@ -81,11 +82,13 @@ def test_opcheck(normalize, gate):
     for op, name in (("sgp", "gelu_sgp_norm"), ("fcgp", "gelu_fcgp_norm")):
         x, y, w = (t.requires_grad_() for t in make(op, alg, dtype=torch.float32))
         extra = (() if op == "sgp" else (0,)) + (() if gate is None else (gate,))
-        torch.library.opcheck(getattr(torch.ops.flashclifford, name).default, (x, y, w, alg.id, normalize, *extra))
+        torch.library.opcheck(getattr(torch.ops.flashclifford, name).default,
+                              (x, y, w, alg.id, normalize, *extra))
         out, norms = getattr(torch.ops.flashclifford, name)(x, y, w, alg.id, normalize, *extra)
         g = torch.randn_like(out)
         torch.library.opcheck(getattr(torch.ops.flashclifford, name + "_backward").default,
-                              (g, x.detach(), y.detach(), w.detach(), norms.detach(), alg.id, normalize, *extra))
+                              (g, x.detach(), y.detach(), w.detach(), norms.detach(), alg.id, normalize,
+                               *extra))
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -122,7 +125,7 @@ def test_compile_fullgraph_forward_backward(op, gate):
     le.backward()
     lc.backward()
     torch.testing.assert_close(lc, le)
-    for a, b in zip(leaves_c, leaves_e):
+    for a, b in zip(leaves_c, leaves_e, strict=True):
         torch.testing.assert_close(a.grad, b.grad)
 
 
@@ -157,7 +160,8 @@ def test_noncontiguous_inputs_are_made_contiguous():
     x, y, w = make("sgp", alg, dtype=torch.float64, B=4, n_in=6)
     xt = x.transpose(1, 2).contiguous().transpose(1, 2)  # same values, other strides
     assert not xt.is_contiguous()
-    torch.testing.assert_close(fc.gelu_sgp_norm(xt, y, w, alg), fc.gelu_sgp_norm(x, y, w, alg), rtol=0, atol=0)
+    torch.testing.assert_close(fc.gelu_sgp_norm(xt, y, w, alg), fc.gelu_sgp_norm(x, y, w, alg),
+                               rtol=0, atol=0)
 
 
 def test_precision_default_follows_torch():
@@ -167,8 +171,8 @@ def test_precision_default_follows_torch():
     try:
         for setting, name in (("highest", "highest"), ("high", "tf32"), ("medium", "bf16")):
             torch.set_float32_matmul_precision(setting)
-            torch.testing.assert_close(fc.gelu_fcgp_norm(x, y, w, alg), fc.gelu_fcgp_norm(x, y, w, alg, precision=name),
-                                       rtol=0, atol=0)
+            torch.testing.assert_close(fc.gelu_fcgp_norm(x, y, w, alg),
+                                       fc.gelu_fcgp_norm(x, y, w, alg, precision=name), rtol=0, atol=0)
     finally:
         torch.set_float32_matmul_precision(old)
 

@@ -172,7 +172,8 @@ def run_parser():
     p.add_argument(
         "--no-host-baselines",
         action="store_true",
-        help="measure host overhead for flashclifford only (the baselines' take about half a long sweep's time)",
+        help="measure host overhead for flashclifford only "
+        "(the baselines' take about half a long sweep's time)",
     )
     p.add_argument(
         "--copy-gib", type=float, help="copy-bandwidth buffer in GiB (default 2 on cuda, 0.25 on cpu)"
