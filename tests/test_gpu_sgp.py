@@ -1,6 +1,11 @@
 """CUDA SGP on a GPU (marked `gpu`; skipped without one): the CPU test matrix on CUDA against
 the float64 einsum, CUDA vs CPU backend, long rows (the two-pass path), determinism, side
-streams and stream ordering, CUDA graphs, DLPack results, misaligned inputs, OOM, cuda:1."""
+streams and stream ordering, CUDA graphs, DLPack results, misaligned inputs (and the narrow
+stage pieces they select), the single-stage mode, OOM, cuda:1."""
+
+import os
+import subprocess
+import sys
 
 import pytest
 from conftest import ALGEBRAS, rel_err
@@ -33,10 +38,11 @@ def test_shapes_including_long_rows(alg, shape):
 def test_cuda_matches_cpu_backend(alg):
     x, y, w = make(alg, (17, 96), torch.float64, 3)
     g = torch.randn_like(x)
-    cu = [torch.from_dlpack(t) for t in (fc.ops.sgp_forward(x, y, w, alg), *fc.ops.sgp_backward(g, x, y, w, alg))]
+    got = (fc.ops.sgp_forward(x, y, w, alg), *fc.ops.sgp_backward(g, x, y, w, alg))
+    cu = [torch.from_dlpack(t) for t in got]
     cpu = [fc.ops.sgp_forward(np64(x), np64(y), np64(w), alg),
            *fc.ops.sgp_backward(np64(g), np64(x), np64(y), np64(w), alg)]
-    for a, b in zip(cu, cpu):
+    for a, b in zip(cu, cpu, strict=True):
         assert rel_err(np64(a), b) <= 1e-12
 
 
@@ -52,7 +58,7 @@ def test_deterministic_run_to_run():
         out.backward(g)
         results.append([out.detach().clone(), x.grad.clone(), y.grad.clone(), w.grad.clone()])
     for r in results[1:]:
-        for a, b in zip(r, results[0]):
+        for a, b in zip(r, results[0], strict=True):
             assert torch.equal(a, b)
 
 
@@ -124,6 +130,52 @@ def test_misaligned_views_take_the_scalar_path():
     w = torch.randn(65, alg.P, device="cuda")
     ref = reference.sgp_np(np64(x), np64(y), np64(w), alg)
     assert rel_err(np64(fc.gelu_sgp_norm(x, y, w, alg)), ref) <= 1e-5
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_two_byte_views_aligned_to_four_bytes_take_the_narrow_stage_pieces(dtype):
+    # a 2-element offset: not 8- or 16-byte aligned, but 4-byte aligned with an even N, so
+    # the resident kernels stage their rows in 4-byte cp.async pieces (sgp_launch stage_piece)
+    alg = fc.Algebra(3)
+    n = alg.D * 8 * 66
+
+    def offset_view():
+        t = torch.randn(n + 2, device="cuda").to(dtype)[2:].view(alg.D, 8, 66)
+        assert t.data_ptr() % 8 == 4
+        return t.requires_grad_()
+
+    xs, ys = offset_view(), offset_view()
+    w = torch.randn(66, alg.P, device="cuda").to(dtype).requires_grad_()
+    out = fc.gelu_sgp_norm(xs, ys, w, alg)
+    g = torch.randn_like(out)
+    out.backward(g)
+    args = [np64(t) for t in (xs, ys, w)]
+    assert rel_err(np64(out), reference.sgp_np(*args, alg)) <= 2e-2
+    for t, r in zip((xs, ys, w), reference.sgp_backward_np(np64(g), *args, alg), strict=True):
+        assert rel_err(np64(t.grad), r) <= 2e-1
+
+
+def test_single_stage_mode_matches_the_reference():
+    """FLASHCLIFFORD_SGP_PIPE=0 (read once per process): one input stage, no prefetch ahead, the
+    path resident rows also take when two stages do not fit in shared memory."""
+    code = (
+        "import torch, numpy as np, flashclifford as fc\n"
+        "from flashclifford import reference\n"
+        "alg = fc.Algebra(3); g0 = torch.Generator(device='cuda').manual_seed(0)\n"
+        "x, y = (torch.randn(alg.D, 300, 250, device='cuda', generator=g0, dtype=torch.float64)"
+        ".requires_grad_() for _ in range(2))\n"
+        "w = torch.randn(250, alg.P, device='cuda', generator=g0, dtype=torch.float64).requires_grad_()\n"
+        "out = fc.gelu_sgp_norm(x, y, w, alg); g = torch.randn_like(out); out.backward(g)\n"
+        "a = [t.detach().cpu().numpy() for t in (x, y, w)]\n"
+        "err = lambda u, r: float(np.linalg.norm(u - r) / np.linalg.norm(r))\n"
+        "e = [err(out.detach().cpu().numpy(), reference.sgp_np(*a, alg))]\n"
+        "e += [err(t.grad.cpu().numpy(), r) for t, r in zip((x, y, w), "
+        "reference.sgp_backward_np(g.cpu().numpy(), *a, alg))]\n"
+        "assert max(e) <= 1e-12, e\n"
+    )
+    env = dict(os.environ, FLASHCLIFFORD_SGP_PIPE="0")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
 
 
 def test_out_of_memory_raises_memory_error_and_recovers():
