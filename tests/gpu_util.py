@@ -150,3 +150,22 @@ def check_fcgp(alg, batch, n_in, n_out, mode, normalize, seed=0):
 
     for k, name in enumerate(("out", "grad_x", "grad_y", "grad_weight")):
         assert_mode(np64(got[k]), want[k], mode, name, lambda u, k=k: sens(u)[k])
+
+
+def capture_step(f, x, y, w, g):
+    """CUDA-graph capture of one forward+backward step `f(x, y, w).backward(g)` (x, y, w need
+    grad), after two warm-up steps on a side stream as capture requires. Returns the graph and
+    the tensors it writes: [out, x.grad, y.grad, w.grad]."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # warm up outside the graph
+        for _ in range(2):
+            f(x, y, w).backward(g)
+    torch.cuda.current_stream().wait_stream(s)
+    for t in (x, y, w):
+        t.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = f(x, y, w)
+        out.backward(g)
+    return graph, [out, x.grad, y.grad, w.grad]

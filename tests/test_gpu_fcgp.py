@@ -15,7 +15,15 @@ from conftest import ALGEBRAS, rel_err, seed_for
 
 torch = pytest.importorskip("torch")
 
-from gpu_util import FCGP_MODES, check_fcgp, fcgp_call, make_fcgp, np64, stream_handle  # noqa: E402
+from gpu_util import (  # noqa: E402
+    FCGP_MODES,
+    capture_step,
+    check_fcgp,
+    fcgp_call,
+    make_fcgp,
+    np64,
+    stream_handle,
+)
 
 import flashclifford as fc  # noqa: E402
 
@@ -171,18 +179,8 @@ def test_cuda_graph_capture_and_replay_forward_backward(mode):
     dtype, precision = FCGP_MODES[mode][:2]
     x, y, w, g = make_fcgp(alg, (128,), 64, 96, dtype, 13)
     x, y, w = (t.requires_grad_() for t in (x, y, w))
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):  # warm up outside the graph
-        for _ in range(2):
-            fc.gelu_fcgp_norm(x, y, w, alg, precision=precision).backward(g)
-    torch.cuda.current_stream().wait_stream(s)
-    for t in (x, y, w):
-        t.grad = None
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = fc.gelu_fcgp_norm(x, y, w, alg, precision=precision)
-        out.backward(g)
+    graph, (out, *_) = capture_step(lambda a, b, c: fc.gelu_fcgp_norm(a, b, c, alg, precision=precision),
+                                    x, y, w, g)
     with torch.no_grad():
         x.copy_(torch.randn_like(x))
     for t in (out, x.grad, y.grad, w.grad):

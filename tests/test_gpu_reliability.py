@@ -16,7 +16,7 @@ from conftest import SIDE_STREAM, rel_err
 
 torch = pytest.importorskip("torch")
 
-from gpu_util import FCGP_MODES, check, make, make_fcgp, np64, stream_handle  # noqa: E402
+from gpu_util import FCGP_MODES, capture_step, check, make, make_fcgp, np64, stream_handle  # noqa: E402
 
 import flashclifford as fc  # noqa: E402
 from flashclifford import reference  # noqa: E402
@@ -290,19 +290,7 @@ def test_capture_poison_replay_restores_outputs(op, kind):
     eager = f(*eager_leaves)
     eager.backward(g)
     want = [eager.detach(), *(t.grad for t in eager_leaves)]
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):  # warm up outside the graph
-        for _ in range(2):
-            f(x, y, w).backward(g)
-    torch.cuda.current_stream().wait_stream(s)
-    for t in (x, y, w):
-        t.grad = None
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = f(x, y, w)
-        out.backward(g)
-    got = [out, x.grad, y.grad, w.grad]
+    graph, got = capture_step(f, x, y, w, g)
     for replay in range(2):
         graph.replay()
         torch.cuda.synchronize()

@@ -12,7 +12,7 @@ from conftest import ALGEBRAS, rel_err
 
 torch = pytest.importorskip("torch")
 
-from gpu_util import check, make, np64  # noqa: E402
+from gpu_util import capture_step, check, make, np64  # noqa: E402
 
 import flashclifford as fc  # noqa: E402
 from flashclifford import reference  # noqa: E402
@@ -96,18 +96,7 @@ def test_cuda_graph_capture_and_replay_forward_backward():
     alg = fc.Algebra(3)
     x, y, w = (t.requires_grad_() for t in make(alg, (128, 256), torch.float32, 13))
     g = torch.randn(alg.D, 128, 256, device="cuda")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):  # warm up outside the graph
-        for _ in range(2):
-            fc.gelu_sgp_norm(x, y, w, alg).backward(g)
-    torch.cuda.current_stream().wait_stream(s)
-    for t in (x, y, w):
-        t.grad = None
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = fc.gelu_sgp_norm(x, y, w, alg)
-        out.backward(g)
+    graph, (out, *_) = capture_step(lambda a, b, c: fc.gelu_sgp_norm(a, b, c, alg), x, y, w, g)
     with torch.no_grad():
         x.copy_(torch.randn_like(x))
     for t in (out, x.grad, y.grad, w.grad):
