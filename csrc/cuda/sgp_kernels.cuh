@@ -85,6 +85,15 @@ __device__ __forceinline__ void store_chunk(T *__restrict__ p, int64_t n0, int64
     }
 }
 
+/* F features of one component row from a shared stage (padding past N holds zeros). */
+template <class T, int F, class C> __device__ __forceinline__ void load_staged(const T *p, C (&out)[F])
+{
+    const Vec<T, F> v = *reinterpret_cast<const Vec<T, F> *>(p);
+#pragma unroll
+    for (int f = 0; f < F; ++f)
+        out[f] = load<T>(v.v[f]);
+}
+
 /* Asynchronous global -> shared copies (cp.async, sm_80+): the next rows of x and y stream
  * into shared memory while this row is computed, without holding registers. Each thread
  * copies and later reads only its own slots, so a wait_group (no barrier) orders them. */
@@ -201,13 +210,8 @@ template <int ALG, class T, int F> struct Chunk {
     {
 #pragma unroll
         for (int i = 0; i < D; ++i) {
-            const Vec<T, F> vx = *reinterpret_cast<const Vec<T, F> *>(st + i * S);
-            const Vec<T, F> vy = *reinterpret_cast<const Vec<T, F> *>(st + (D + i) * S);
-#pragma unroll
-            for (int f = 0; f < F; ++f) {
-                x[i][f] = load<T>(vx.v[f]);
-                y[i][f] = load<T>(vy.v[f]);
-            }
+            load_staged<T, F>(st + i * S, x[i]);
+            load_staged<T, F>(st + (D + i) * S, y[i]);
         }
         gates(gate);
     }
@@ -551,14 +555,10 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
                     static_for<D>([&](auto i) {
                         constexpr int a = decltype(i)::value;
                         constexpr int g = A::table.grade[a];
-                        if constexpr (RES) {
-                            const Vec<T, F> v = *reinterpret_cast<const Vec<T, F> *>(cur + (2 * D + a) * S);
-#pragma unroll
-                            for (int f = 0; f < F; ++f)
-                                go[a][f] = load<T>(v.v[f]);
-                        } else {
+                        if constexpr (RES)
+                            load_staged<T, F>(cur + (2 * D + a) * S, go[a]);
+                        else
                             load_chunk<T, F>(gout + a * BN + row, n0, N, vec, go[a]);
-                        }
 #pragma unroll
                         for (int f = 0; f < F; ++f)
                             red_v[g] += go[a][f] * c.o[a][f];
@@ -607,12 +607,8 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
                 if constexpr (RES) {
                     c.load_stage(cur, S, gate);
 #pragma unroll
-                    for (int a = 0; a < D; ++a) {
-                        const Vec<T, F> v = *reinterpret_cast<const Vec<T, F> *>(cur + (2 * D + a) * S);
-#pragma unroll
-                        for (int f = 0; f < F; ++f)
-                            go[a][f] = load<T>(v.v[f]);
-                    }
+                    for (int a = 0; a < D; ++a)
+                        load_staged<T, F>(cur + (2 * D + a) * S, go[a]);
                 } else {
                     c.load_inputs(x, y, BN, row, n0, N, vec, gate);
 #pragma unroll
