@@ -5,9 +5,11 @@
 #           then `compare` at a 5% threshold: the run-to-run spread per cell
 #   sgp     benchmarks/sgp.py      Cl(2,0), Cl(3,0) x float32, bfloat16 x the default grid
 #   fcgp    benchmarks/fcgp.py     the same for the FCGP (float32 at tf32, bfloat16)
-#   layer   flashclifford.nn.Layer (SGP), the same grid, plus the issue-5 check of the
-#           compiled Layer forward against its parts at Cl(3,0) B=4096 N=512
+#   layer   flashclifford.nn.Layer (SGP), the same grid, plus the issue-5 check at Cl(3,0)
+#           B=4096 N=512 with both Layers compiled: forward against its parts, forward and
+#           forward+backward against the compiled baseline
 #   layer-fc  the FCGP Layer (tf32)
+#   algebras16-sgp, algebras16-fcgp  benchmarks/algebras16.py: Cl(1,3), Cl(3,0,1), Cl(4,0)
 #   bash benchmarks/run_sweeps.sh repeat sgp fcgp layer
 # FLAGS overrides the shared harness flags: the compiled baseline is built once per
 # configuration with symbolic sizes (--compile dynamic) so a sweep spends its time measuring,
@@ -33,11 +35,13 @@ for part in "$@"; do
     fcgp) python3 benchmarks/fcgp.py $FLAGS || status=1 ;;
     layer)
         python3 -m flashclifford.bench --op layer -a 2 3 --dtype float32 bfloat16 $FLAGS --out $RES/layer || status=1
-        python3 -m flashclifford.bench --op layer -a 3 -B 4096 -N 512 --passes forward --compile-ours \
+        python3 -m flashclifford.bench --op layer -a 3 -B 4096 -N 512 --compile-ours \
             --compile static --no-progress --out $RES/layer-vs-parts || status=1 ;;
     layer-fc)
         python3 -m flashclifford.bench --op layer --use-fc --precision tf32 -a 2 3 --dtype float32 bfloat16 \
             $FLAGS --out $RES/layer-fc || status=1 ;;
+    algebras16-sgp) python3 benchmarks/algebras16.py sgp $FLAGS || status=1 ;;
+    algebras16-fcgp) python3 benchmarks/algebras16.py fcgp $FLAGS || status=1 ;;
     *) echo "unknown part $part"; status=1 ;;
     esac
     echo "=== $part: $((SECONDS - start)) s"

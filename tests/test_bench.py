@@ -308,15 +308,18 @@ def test_figure_scripts_forward_extra_flags(monkeypatch):
     extra = ["--compile", "dynamic", "--reps", "30", "--max-seconds", "0.5"]
     calls = []
     monkeypatch.setattr(bench, "main", lambda argv: calls.append(list(argv)) or 0)
-    for script, runs in (("sgp.py", 1), ("fcgp.py", 1), ("layer.py", 2), ("algebras16.py", 2)):
+    cases = [("sgp.py", [], 1), ("fcgp.py", [], 1), ("layer.py", [], 2), ("algebras16.py", [], 2)]
+    cases += [("algebras16.py", ["fcgp"], 1)]  # a leading run name selects that run only
+    for script, select, runs in cases:
         calls.clear()
-        monkeypatch.setattr(sys, "argv", [script, *extra])
+        monkeypatch.setattr(sys, "argv", [script, *select, *extra])
         with pytest.raises(SystemExit) as e:
             runpy.run_path(os.path.join(root, script), run_name="__main__")
         assert e.value.code == 0
         assert len(calls) == runs, script
         for argv in calls:
             assert argv[-len(extra) :] == extra, (script, argv)
+            assert not select or argv[argv.index("--op") + 1] == select[0], argv
 
 
 # --- compare -----------------------------------------------------------------------------------
