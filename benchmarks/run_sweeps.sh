@@ -9,7 +9,8 @@
 #           B=4096 N=512 with both Layers compiled: forward against its parts, forward and
 #           forward+backward against the compiled baseline
 #   layer-fc  the FCGP Layer (tf32)
-#   algebras16-sgp, algebras16-fcgp  benchmarks/algebras16.py: Cl(1,3), Cl(3,0,1), Cl(4,0)
+#   algebras16[-RUN]  benchmarks/algebras16.py: Cl(1,3), Cl(3,0,1), Cl(4,0) (RUN: sgp, fcgp,
+#           sgp-cl13, ... as that script names them; default all six runs)
 #   bash benchmarks/run_sweeps.sh repeat sgp fcgp layer
 # FLAGS overrides the shared harness flags: the compiled baseline is built once per
 # configuration with symbolic sizes (--compile dynamic) so a sweep spends its time measuring,
@@ -40,8 +41,8 @@ for part in "$@"; do
     layer-fc)
         python3 -m flashclifford.bench --op layer --use-fc --precision tf32 -a 2 3 --dtype float32 bfloat16 \
             $FLAGS --out $RES/layer-fc || status=1 ;;
-    algebras16-sgp) python3 benchmarks/algebras16.py sgp $FLAGS || status=1 ;;
-    algebras16-fcgp) python3 benchmarks/algebras16.py fcgp $FLAGS || status=1 ;;
+    algebras16) python3 benchmarks/algebras16.py $FLAGS || status=1 ;;
+    algebras16-*) python3 benchmarks/algebras16.py "${part#algebras16-}" $FLAGS || status=1 ;;
     *) echo "unknown part $part"; status=1 ;;
     esac
     echo "=== $part: $((SECONDS - start)) s"

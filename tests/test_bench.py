@@ -308,8 +308,9 @@ def test_figure_scripts_forward_extra_flags(monkeypatch):
     extra = ["--compile", "dynamic", "--reps", "30", "--max-seconds", "0.5"]
     calls = []
     monkeypatch.setattr(bench, "main", lambda argv: calls.append(list(argv)) or 0)
-    cases = [("sgp.py", [], 1), ("fcgp.py", [], 1), ("layer.py", [], 2), ("algebras16.py", [], 2)]
-    cases += [("algebras16.py", ["fcgp"], 1)]  # a leading run name selects that run only
+    cases = [("sgp.py", [], 1), ("fcgp.py", [], 1), ("layer.py", [], 2), ("algebras16.py", [], 6)]
+    # leading run names or op prefixes select runs
+    cases += [("algebras16.py", ["fcgp"], 3), ("algebras16.py", ["sgp-cl13", "fcgp-cl40"], 2)]
     for script, select, runs in cases:
         calls.clear()
         monkeypatch.setattr(sys, "argv", [script, *select, *extra])
@@ -319,7 +320,7 @@ def test_figure_scripts_forward_extra_flags(monkeypatch):
         assert len(calls) == runs, script
         for argv in calls:
             assert argv[-len(extra) :] == extra, (script, argv)
-            assert not select or argv[argv.index("--op") + 1] == select[0], argv
+            assert not select or argv[argv.index("--op") + 1] in {w.split("-")[0] for w in select}
 
 
 # --- compare -----------------------------------------------------------------------------------
