@@ -1,7 +1,8 @@
 """CUDA SGP on a GPU (marked `gpu`; skipped without one): the CPU test matrix on CUDA against
 the float64 einsum, CUDA vs CPU backend, long rows (the two-pass path), determinism, side
 streams and stream ordering, CUDA graphs, DLPack results, misaligned inputs (and the narrow
-stage pieces they select), the single-stage mode, OOM, cuda:1."""
+stage pieces they select), odd 2-byte rows (the long kernels with short row groups), the
+single-stage mode, OOM, cuda:1."""
 
 import os
 import subprocess
@@ -142,6 +143,15 @@ def test_two_byte_views_aligned_to_four_bytes_take_the_narrow_stage_pieces(dtype
     assert rel_err(np64(out), reference.sgp_np(*args, alg)) <= 2e-2
     for t, r in zip((xs, ys, w), reference.sgp_backward_np(np64(g), *args, alg), strict=True):
         assert rel_err(np64(t.grad), r) <= 2e-1
+
+
+@pytest.mark.parametrize("shape", [(10000, 37), (300, 511), (5, 2047)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_odd_rows_in_two_byte_types_take_the_long_kernels(dtype, shape):
+    # an odd N leaves 2-byte rows no 4-byte stage piece: the long-row kernels, with a row
+    # group sized to the row and several row groups a block (forward kLong, backward
+    # kLongShared); 10000 short rows make each block loop over many row groups
+    check(fc.Algebra(3), shape, dtype, True, seed=shape[1])
 
 
 def test_single_stage_mode_matches_the_reference():
