@@ -17,8 +17,10 @@
  *               with cp.async (double-buffered when two fit), the weights and the backward's
  *               weight-gradient sums live in shared memory; every access is 32-bit shared
  *               addressing.
- *   kLongShared backward rows longer than a row group: read from global memory twice, the
- *               weights and weight-gradient sums in shared memory.
+ *   kLongShared rows longer than a row group, or without a stage piece (odd N in 2-byte
+ *               types): inputs read from global memory (twice when a row spans several
+ *               chunks, and always in backward), the weights and the backward's
+ *               weight-gradient sums in shared memory.
  *   kLong       anything else (very long rows): global weights, and the backward's block
  *               slot in global memory as its accumulator. All offsets are 64-bit.
  */
@@ -362,7 +364,6 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
     using C = typename Compute<T>::type;
     constexpr int D = A::D, G = A::G;
     constexpr bool RES = MODE == kResident;
-    static_assert(MODE != kLongShared, "the forward's long rows read global weights");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     C *red = reinterpret_cast<C *>(smem_raw) + threadIdx.y * (blockDim.x / 32) * G;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -373,7 +374,7 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
     /* resident: stages [stages][2D][rows][L] after the staged weights */
     T *stages = RES ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
     const int S = (int)blockDim.y * lay.L, stage_elems = 2 * D * S;
-    Weights<MODE, T, A::P> wt{w, RES ? reinterpret_cast<const T *>(smem_raw + lay.ws_off) : nullptr, N};
+    Weights<MODE, T, A::P> wt{w, MODE != kLong ? reinterpret_cast<const T *>(smem_raw + lay.ws_off) : nullptr, N};
 
     if constexpr (RES) {
         /* the first rows' loads go out before the weights are staged, so the two overlap */
@@ -381,8 +382,9 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
             prefetch_rows<D, F>(stages, x, y, (const T *)nullptr, BN, (int64_t)blockIdx.x * blockDim.y + threadIdx.y, B,
                                 (int)N, lay);
         zero_stage_padding(stages, lay.stages * 2 * D * (int)blockDim.y, (int)N, lay.L);
-        stage_weights<A::P, F>(w, const_cast<T *>(wt.ws), (int)N, lay.L);
     }
+    if constexpr (MODE != kLong)
+        stage_weights<A::P, F>(w, const_cast<T *>(wt.ws), (int)N, lay.L);
 
     Chunk<ALG, T, F> c;
     int it = 0;
@@ -436,11 +438,12 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
             for (int g = 0; g < G; ++g)
                 inv[g] = 1;
         }
-        /* pass 2: write (recompute first when the row did not fit in registers) */
+        /* pass 2: write (recompute first when the row spans several chunks; with one, o is
+         * still in registers) */
         for (int64_t ch = 0; ch < chunks; ++ch) {
             const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
             if (valid && n0 < N) {
-                if constexpr (!RES) {
+                if (!RES && chunks > 1) {
                     c.load_inputs(x, y, BN, row, n0, N, vec, gate);
                     c.product(wt, (int)(ch * chunk_stride) + (int)threadIdx.x, n0);
                 }

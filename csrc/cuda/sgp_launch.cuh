@@ -21,7 +21,7 @@ namespace sgp {
 struct Config {
     int F;
     int tx, ty;   /* block (threads per row, rows per block) */
-    int mode;     /* kResident, kLongShared (backward only) or kLong */
+    int mode;     /* kResident, kLongShared or kLong */
     Layout lay;
     int64_t grid;
     int device;
@@ -73,7 +73,7 @@ template <int ALG, class T, bool BWD, int MODE> constexpr auto kernel()
     if constexpr (BWD)
         return sgp_backward_kernel<ALG, T, bwd_features<A::D, T>(), MODE>;
     else
-        return sgp_forward_kernel<ALG, T, fwd_features<A::D, T>(), MODE == kResident ? kResident : kLong>;
+        return sgp_forward_kernel<ALG, T, fwd_features<A::D, T>(), MODE>;
 }
 
 /* Elements per cp.async piece of the stages: the widest of 16 bytes (backward: pieces shared
@@ -84,7 +84,7 @@ template <class T> constexpr int narrowest_piece() { return sizeof(T) >= 4 ? 1 :
 
 /* E: the stage piece the inputs allow (0: none). Resident rows need their stages (at least
  * one), staged weights and, in backward, the weight-gradient sums in shared memory; rows
- * that do not fit take kLongShared (backward, when weights and sums fit) or kLong. */
+ * that do not fit take kLongShared (when the weights, and in backward the sums, fit) or kLong. */
 template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device, int E)
 {
     using A = AlgebraTraits<ALG>;
@@ -99,10 +99,10 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     /* threads a row may use: registers (the fewest of the kernels) and, in backward, the
      * shared weight-gradient accumulators (F * P values a thread) */
     int most = std::min({kMaxRowThreads, attributes<kernel<ALG, T, BWD, kResident>()>().maxThreadsPerBlock,
+                         attributes<kernel<ALG, T, BWD, kLongShared>()>().maxThreadsPerBlock,
                          attributes<kernel<ALG, T, BWD, kLong>()>().maxThreadsPerBlock});
     if (BWD)
-        most = std::min({most, attributes<kernel<ALG, T, BWD, kLongShared>()>().maxThreadsPerBlock,
-                         (int)std::min<int64_t>(kMaxRowThreads, (int64_t)(limit / 2) / (int64_t)(c.F * padded_paths<P, C>() * sizeof(C)))});
+        most = std::min(most, (int)std::min<int64_t>(kMaxRowThreads, (int64_t)(limit / 2) / (int64_t)(c.F * padded_paths<P, C>() * sizeof(C))));
     most = std::max(32, most / 32 * 32);
     /* a row that fits one row group gets just the warps it needs, whatever the mode (rows
      * without stage pieces, odd N in 2-byte types, take the long modes too) */
@@ -135,12 +135,13 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     }
     if (c.mode != kResident) {
         used = shape();
-        /* backward: shared sums, for all the block's row groups, else for one */
+        /* staged weights (and backward's shared sums, for all the block's row groups, else
+         * for one) */
         for (int ty : {c.ty, 1}) {
-            if (!BWD || !c.lay.L || c.mode == kLongShared)
+            if (!c.lay.L || c.mode == kLongShared)
                 break;
-            const size_t red = align16((size_t)ty * (c.tx / 32) * 2 * A::G * sizeof(C));
-            const size_t acc = (size_t)ty * padded_paths<P, C>() * c.lay.L * sizeof(C);
+            const size_t red = align16((size_t)ty * (c.tx / 32) * (BWD ? 2 : 1) * A::G * sizeof(C));
+            const size_t acc = BWD ? (size_t)ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0;
             const size_t ws = (size_t)padded_paths<P, T>() * c.lay.L * sizeof(T);
             if (align16(align16(red + acc) + ws) <= limit) {
                 c.mode = kLongShared;
@@ -206,10 +207,7 @@ fc_status launch(const Config &cfg, cudaStream_t stream, Args... args)
     case kResident:
         return go(integral_constant<decltype(kernel<ALG, T, BWD, kResident>()), kernel<ALG, T, BWD, kResident>()>{});
     case kLongShared:
-        if constexpr (BWD)
-            return go(integral_constant<decltype(kernel<ALG, T, BWD, kLongShared>()),
-                                        kernel<ALG, T, BWD, kLongShared>()>{});
-        break;
+        return go(integral_constant<decltype(kernel<ALG, T, BWD, kLongShared>()), kernel<ALG, T, BWD, kLongShared>()>{});
     default: break;
     }
     return go(integral_constant<decltype(kernel<ALG, T, BWD, kLong>()), kernel<ALG, T, BWD, kLong>()>{});
