@@ -104,21 +104,18 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     if (BWD)
         most = std::min(most, (int)std::min<int64_t>(kMaxRowThreads, (int64_t)(limit / 2) / (int64_t)(c.F * padded_paths<P, C>() * sizeof(C))));
     most = std::max(32, most / 32 * 32);
-    /* a row that fits one row group gets just the warps it needs, whatever the mode (rows
-     * without stage pieces, odd N in 2-byte types, take the long modes too) */
-    auto shape = [&] {
-        c.tx = need <= most ? (int)((std::max<int64_t>(need, 1) + 31) / 32) * 32 : most;
-        c.ty = c.tx >= kBlockThreads ? 1 : kBlockThreads / c.tx;
-        const int64_t cs = (int64_t)c.tx * c.F;
-        const int64_t L = (N + cs - 1) / cs * cs;
-        c.lay = Layout{};
-        c.lay.L = L < INT32_MAX ? (int)L : 0;
-        return align16((size_t)c.ty * (c.tx / 32) * (BWD ? 2 : 1) * A::G * sizeof(C)); /* reduction scratch */
-    };
-    size_t used = 0;
+    /* the block, whatever the mode: a row that fits one row group gets just the warps it
+     * needs (rows without stage pieces, odd N in 2-byte types, take the long modes too) */
+    c.tx = need <= most ? (int)((std::max<int64_t>(need, 1) + 31) / 32) * 32 : most;
+    c.ty = c.tx >= kBlockThreads ? 1 : kBlockThreads / c.tx;
+    const int64_t cs = (int64_t)c.tx * c.F;
+    const int64_t L = (N + cs - 1) / cs * cs;
+    c.lay.L = L < INT32_MAX ? (int)L : 0;
+    /* the row groups' reduction scratch, at the start of shared memory */
+    auto scratch = [&](int ty) { return align16((size_t)ty * (c.tx / 32) * (BWD ? 2 : 1) * A::G * sizeof(C)); };
+    size_t used = scratch(c.ty);
     c.mode = kLong;
     if (need <= most && E) {
-        used = shape();
         const size_t acc = BWD ? (size_t)c.ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0;
         const size_t ws = (size_t)padded_paths<P, T>() * c.lay.L * sizeof(T);
         const size_t stage = (size_t)(BWD ? 3 : 2) * D * c.ty * c.lay.L * sizeof(T);
@@ -134,13 +131,12 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
         }
     }
     if (c.mode != kResident) {
-        used = shape();
         /* staged weights (and backward's shared sums, for all the block's row groups, else
          * for one) */
         for (int ty : {c.ty, 1}) {
             if (!c.lay.L || c.mode == kLongShared)
                 break;
-            const size_t red = align16((size_t)ty * (c.tx / 32) * (BWD ? 2 : 1) * A::G * sizeof(C));
+            const size_t red = scratch(ty);
             const size_t acc = BWD ? (size_t)ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0;
             const size_t ws = (size_t)padded_paths<P, T>() * c.lay.L * sizeof(T);
             if (align16(align16(red + acc) + ws) <= limit) {
@@ -153,7 +149,7 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
         }
         if (BWD && c.mode == kLong && c.ty > 1) { /* the row groups of a block would share its slot */
             c.ty = 1;
-            used = align16((size_t)(c.tx / 32) * 2 * A::G * sizeof(C));
+            used = scratch(1);
         }
     }
     c.lay.total = used;
