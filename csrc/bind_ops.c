@@ -594,3 +594,60 @@ PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwa
     a.gate = gate;
     return PyLong_FromSize_t(workspace_needed(&c, &a));
 }
+
+/* _sgp_config(backward, algebra, dtype, B, N, device=0) -> (threads a row, rows a block,
+ * stages, mode, grid, shared bytes): the CUDA SGP's launch shape for aligned inputs
+ * (diagnostics and tuning; benchmarks/tune_sgp.py). */
+PyObject *fc_bind_sgp_config(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"backward", "algebra", "dtype", "B", "N", "device", NULL};
+    const char *dtname;
+    int bwd, device = 0;
+    PyObject *algebra;
+    long long B, N;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "pOsLL|i:_sgp_config", kw, &bwd, &algebra, &dtname, &B, &N,
+                                     &device))
+        return NULL;
+    if (B < 1 || N < 1)
+        return PyErr_Format(PyExc_ValueError, "_sgp_config: expected B >= 1 and N >= 1, got B=%lld N=%lld", B, N);
+    if (!fc_cuda_compiled() || device < 0 || device >= fc_cuda_device_count())
+        return PyErr_Format(PyExc_RuntimeError, "_sgp_config: no usable CUDA device %d", device);
+    op_call c;
+    init_call(&c, OP_SGP, bwd);
+    if (parse_algebra(&c, algebra) < 0)
+        return NULL;
+    int dt = -1;
+    for (int d = FC_F32; d <= FC_F16; ++d)
+        if (strcmp(dtname, fc_dtype_name(d)) == 0)
+            dt = d;
+    if (dt < 0)
+        return PyErr_Format(PyExc_TypeError, "dtype: expected float32, float64, bfloat16 or float16, got '%s'",
+                            dtname);
+    fc_args a;
+    memset(&a, 0, sizeof a);
+    a.alg = c.alg;
+    a.dtype = (fc_dtype)dt;
+    a.B = B;
+    a.N_in = N;
+    a.N_out = N;
+    a.normalize = 1;
+    a.gate = 1;
+    a.device = device;
+    long long out[6];
+    if (raise_status(module, fc_sgp_config_cuda(&a, bwd, out)) < 0)
+        return NULL;
+    return Py_BuildValue("(LLLLLL)", out[0], out[1], out[2], out[3], out[4], out[5]);
+}
+
+/* _sgp_shape_override(rows, stages): tuning only; (0, 0) restores the default choice. */
+PyObject *fc_bind_sgp_shape_override(PyObject *module, PyObject *args)
+{
+    int rows, stages;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "ii:_sgp_shape_override", &rows, &stages))
+        return NULL;
+    if (rows < 0 || stages < 0)
+        return PyErr_Format(PyExc_ValueError, "_sgp_shape_override: expected rows >= 0 and stages >= 0");
+    fc_sgp_shape_override(rows, stages);
+    Py_RETURN_NONE;
+}

@@ -14,6 +14,8 @@ PyObject *fc_bind_sgp_backward(PyObject *module, PyObject *args, PyObject *kwarg
 PyObject *fc_bind_fcgp_forward(PyObject *module, PyObject *args, PyObject *kwargs);
 PyObject *fc_bind_fcgp_backward(PyObject *module, PyObject *args, PyObject *kwargs);
 PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwargs);
+PyObject *fc_bind_sgp_config(PyObject *module, PyObject *args, PyObject *kwargs);
+PyObject *fc_bind_sgp_shape_override(PyObject *module, PyObject *args);
 
 /* The algebra of a Python integer id; NULL with ValueError (out of range) or TypeError set. */
 const fc_algebra *fc_parse_algebra_id(PyObject *obj);

@@ -105,6 +105,13 @@ fc_status fc_sgp_forward_cuda(const fc_args *a, void *stream);
 fc_status fc_sgp_backward_cuda(const fc_args *a, void *stream);
 fc_status fc_fcgp_forward_cuda(const fc_args *a, void *stream);
 fc_status fc_fcgp_backward_cuda(const fc_args *a, void *stream);
+/* The launch shape the CUDA SGP takes for a's algebra, dtype, B and N_in on a->device with
+ * aligned inputs (diagnostics and tuning): out = threads a row, rows a block, input stages,
+ * mode (0 resident, 1 long with shared weights, 2 long), grid, shared-memory bytes. */
+fc_status fc_sgp_config_cuda(const fc_args *a, int backward, long long out[6]);
+/* Tuning only: later launches of resident rows take `rows` rows a block and `stages` stages
+ * where that shape fits (0, 0: the default choice). Process-wide. */
+void fc_sgp_shape_override(int rows, int stages);
 
 /* CUDA runtime services for the bindings (cuda/runtime.cu). */
 int fc_cuda_compiled(void);                   /* 1 in a CUDA build */

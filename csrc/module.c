@@ -168,6 +168,14 @@ static PyMethodDef module_methods[] = {
     {"workspace_size", (PyCFunction)(void (*)(void))fc_bind_workspace_size, METH_VARARGS | METH_KEYWORDS,
      "workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0, gate=True)\n--\n\n"
      "Bytes of CUDA scratch the op needs (0 for none)."},
+    {"_sgp_config", (PyCFunction)(void (*)(void))fc_bind_sgp_config, METH_VARARGS | METH_KEYWORDS,
+     "_sgp_config(backward, algebra, dtype, B, N, device=0)\n--\n\n"
+     "Diagnostics: the CUDA SGP's launch shape for aligned inputs, (threads a row, rows a block, stages, "
+     "mode, grid, shared bytes); mode 0 resident, 1 long with shared weights, 2 long."},
+    {"_sgp_shape_override", fc_bind_sgp_shape_override, METH_VARARGS,
+     "_sgp_shape_override(rows, stages)\n--\n\n"
+     "Tuning only: resident SGP launches take this many rows a block and stages where it fits; (0, 0) "
+     "restores the default choice. Process-wide."},
     {"algebra_table", algebra_table, METH_O,
      "algebra_table(id)\n--\n\nThe tables the C engine derives for algebra `id`, as a dict."},
     {"find_algebra", find_algebra, METH_O,

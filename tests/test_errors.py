@@ -147,3 +147,17 @@ def test_torch_op_errors_name_the_argument():
         fc.gelu_sgp_norm(x, y, w, (1, 1, 1, 1, 1))
     with pytest.raises(TypeError, match="y: expected dtype float32"):
         fc.gelu_sgp_norm(x, y.double(), w, 3)
+
+
+def test_tuning_entry_points_check_their_arguments():
+    with pytest.raises(ValueError, match="rows >= 0"):
+        _C._sgp_shape_override(-1, 0)
+    _C._sgp_shape_override(0, 0)  # the default choice: a no-op
+    with pytest.raises(ValueError, match="B >= 1"):
+        _C._sgp_config(False, 3, "float32", 0, 16)
+    if not _C.build_info()["gpu_usable"]:
+        with pytest.raises(RuntimeError, match="no usable CUDA device"):
+            _C._sgp_config(False, 3, "float32", 64, 16)
+    else:
+        with pytest.raises(TypeError, match="dtype"):
+            _C._sgp_config(False, 3, "int8", 64, 16)

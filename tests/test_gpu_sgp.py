@@ -13,7 +13,7 @@ from conftest import ALGEBRAS, rel_err
 
 torch = pytest.importorskip("torch")
 
-from gpu_util import capture_step, check, make, np64  # noqa: E402
+from gpu_util import capture_step, check, make, np64, stream_handle  # noqa: E402
 
 import flashclifford as fc  # noqa: E402
 from flashclifford import reference  # noqa: E402
@@ -175,6 +175,48 @@ def test_single_stage_mode_matches_the_reference():
     env = dict(os.environ, FLASHCLIFFORD_SGP_PIPE="0")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "alg_id, dtype, B, N",
+    [(1, torch.float32, 20011, 96), (0, torch.bfloat16, 30011, 128), (2, torch.float16, 9001, 64),
+     (1, torch.float64, 6007, 40)],
+    ids=str,
+)
+def test_every_resident_launch_shape_gives_the_same_rows(alg_id, dtype, B, N):
+    """Rows a block (named barriers per row group) and input stages (the ring of 1-4 stages)
+    change how rows are scheduled, never a row's arithmetic: out, grad x, grad y bitwise equal
+    to the default shape's under every shape that fits (forced with the tuning override);
+    grad weight (partials summed per block) close. Enough rows that the ring wraps."""
+    alg = ALGEBRAS[alg_id].values[0]
+    x, y, w = make(alg, (B, N), dtype, 11)
+    g = torch.randn_like(x)
+    dt = str(dtype).split(".")[1]
+
+    def run():  # the raw ops size the backward's workspace for the forced shape
+        s = stream_handle()
+        out = fc.ops.sgp_forward(x, y, w, alg, stream=s)
+        return [torch.from_dlpack(t) for t in (out, *fc.ops.sgp_backward(g, x, y, w, alg, stream=s))]
+
+    ref = run()
+    shapes = set()
+    try:
+        for ty in range(1, 9):
+            for stages in range(1, 5):
+                fc._C._sgp_shape_override(ty, stages)
+                cfgs = [fc._C._sgp_config(b, alg.id, dt, B, N) for b in (False, True)]
+                if not any(c[3] == 0 and (c[1], c[2]) == (ty, stages) for c in cfgs):
+                    continue
+                shapes.add((ty, stages))
+                got = run()
+                for k in range(3):
+                    assert torch.equal(got[k], ref[k]), (ty, stages, k)
+                tol = {torch.float64: 1e-12, torch.float32: 1e-5}.get(dtype, 2e-2)
+                assert rel_err(np64(got[3]), np64(ref[3])) <= tol, (ty, stages)
+    finally:
+        fc._C._sgp_shape_override(0, 0)
+    assert len(shapes) >= 4, shapes
+    check(alg, (B // 50, N), dtype, True, seed=3)
 
 
 def test_out_of_memory_raises_memory_error_and_recovers():

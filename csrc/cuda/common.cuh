@@ -97,13 +97,27 @@ __device__ __forceinline__ double gelu_gate_grad(double t) { return 0.3989422804
 
 template <class C> __device__ __forceinline__ C sign_of(C t) { return t > C(0) ? C(1) : (t < C(0) ? C(-1) : C(0)); }
 
+/* A barrier over the threads of one row group (threadIdx.y): named barrier 1 + threadIdx.y
+ * with blockDim.x threads, so the row groups of a block never wait for each other (id 0 is
+ * __syncthreads'). Orders shared memory among those threads like __syncthreads. Needs
+ * blockDim.y <= 15 and blockDim.x a multiple of 32. */
+struct RowBarrier {
+    __device__ __forceinline__ void operator()() const
+    {
+        asm volatile("bar.sync %0, %1;\n" ::"r"(1 + (int)threadIdx.y), "r"((int)blockDim.x) : "memory");
+    }
+};
+struct BlockBarrier {
+    __device__ __forceinline__ void operator()() const { __syncthreads(); }
+};
+
 /* Sum K values over the `warps` (<= 32) warps of one row group, deterministically: a fixed
  * xor tree in each warp, then the warp results through shared memory and the same fixed
  * tree over lanes (lane l holds warp l's value); every lane of every warp gets the same
- * sums. smem: warps * K values of C owned by this row group. Contains __syncthreads: every
- * thread of the block must call it the same number of times. */
-template <int K, class C>
-__device__ __forceinline__ void group_sum_runtime(C (&v)[K], C *smem, int warp, int lane, int warps)
+ * sums. smem: warps * K values of C owned by this row group. Contains two barriers (bar):
+ * every thread they span must call it the same number of times. */
+template <int K, class C, class Bar = BlockBarrier>
+__device__ __forceinline__ void group_sum_runtime(C (&v)[K], C *smem, int warp, int lane, int warps, Bar bar = {})
 {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -116,7 +130,7 @@ __device__ __forceinline__ void group_sum_runtime(C (&v)[K], C *smem, int warp, 
         for (int k = 0; k < K; ++k)
             smem[warp * K + k] = v[k];
     }
-    __syncthreads();
+    bar();
     /* K loads a thread instead of warps * K (a thread of a 16-warp row used to add 128 words) */
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -126,7 +140,7 @@ __device__ __forceinline__ void group_sum_runtime(C (&v)[K], C *smem, int warp, 
             s += __shfl_xor_sync(0xffffffffu, s, off);
         v[k] = s;
     }
-    __syncthreads(); /* smem may be reused right after */
+    bar(); /* smem may be reused right after */
 }
 
 } // namespace fc

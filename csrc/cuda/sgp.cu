@@ -42,6 +42,16 @@ fc_status fc_sgp_forward_cuda(const fc_args *a, void *stream)
     return by_algebra<fc_status>(a, FC_ERR_TYPE, [&](auto e) { return decltype(e)::forward(a, (cudaStream_t)stream); });
 }
 
+fc_status fc_sgp_config_cuda(const fc_args *a, int backward, long long out[6])
+{
+    fc::DeviceGuard guard(a->device);
+    if (guard.status != FC_OK)
+        return guard.status;
+    return by_algebra<fc_status>(a, FC_ERR_TYPE, [&](auto e) { return decltype(e)::config(a, backward, out); });
+}
+
+void fc_sgp_shape_override(int rows, int stages) { fc::sgp::set_shape_override(rows, stages); }
+
 fc_status fc_sgp_backward_cuda(const fc_args *a, void *stream)
 {
     fc::DeviceGuard guard(a->device);

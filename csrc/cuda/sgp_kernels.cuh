@@ -36,6 +36,9 @@ namespace sgp {
 
 constexpr int kBlockThreads = 256; /* per block when rows are short: several rows per block */
 constexpr int kMaxRowThreads = 1024;
+constexpr int kMaxRowGroups = 8; /* rows a block: named barriers 1 .. 8, one a row group */
+constexpr int kMaxStages = 4;    /* input stages of the resident kernels: up to 3 rows ahead */
+constexpr int kDefaultStages = 2; /* more measured no faster on the H100 (benchmarks/NOTES.md v3.4) */
 enum Mode { kResident = 0, kLongShared = 1, kLong = 2 };
 
 /* Features per thread: 16-byte loads for fp32 (8 for bf16/fp16 at D <= 4) in forward;
@@ -126,6 +129,17 @@ template <int N> __device__ __forceinline__ void cp_async_wait()
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
+}
+/* wait_group takes an immediate: the stage count is a launch parameter, so switch */
+__device__ __forceinline__ void cp_async_wait_upto(int pending)
+{
+    static_assert(kMaxStages == 4, "one case per pending count 0 .. kMaxStages - 1");
+    switch (pending) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    default: cp_async_wait<3>(); break;
+    }
 }
 
 /* The terms in path order: the backward loads each weight once and finishes each path's
@@ -276,16 +290,31 @@ template <int ALG, class T, int F> struct Chunk {
 
 /* Copy the (N, P) weights into shared memory as [L][PW] in the column order of Weights,
  * zeros past N. Reads are coalesced; done once per block, which then loops over many rows.
- * Ends with a barrier. */
+ * Each thread issues U loads before it stores any: one load then one store an element
+ * would wait for one memory round trip per element (P x L / threads of them, ~20 for
+ * Cl(3,0) at N = 512: several microseconds of every block's start). Ends with a barrier. */
 template <int P, int F, class T>
 __device__ __forceinline__ void stage_weights(const T *__restrict__ w, T *ws, int N, int L)
 {
+    constexpr int U = 16;
     const int tx = blockDim.x, nthreads = blockDim.x * blockDim.y, cs = tx * F;
     const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-    for (int i = tid; i < L * P; i += nthreads) {
-        const int n = i / P, p = i % P;
-        const int ch = n / cs, r = n - ch * cs;
-        ws[(ch * cs + (r % F) * tx + r / F) * padded_paths<P, T>() + p] = n < N ? w[i] : store<T>(0.0f);
+    for (int i0 = tid; i0 < L * P; i0 += U * nthreads) {
+        T v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int i = i0 + u * nthreads;
+            v[u] = i < N * P ? w[i] : store<T>(0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int i = i0 + u * nthreads;
+            if (i < L * P) {
+                const int n = i / P, p = i % P;
+                const int ch = n / cs, r = n - ch * cs;
+                ws[(ch * cs + (r % F) * tx + r / F) * padded_paths<P, T>() + p] = v[u];
+            }
+        }
     }
     __syncthreads();
 }
@@ -293,7 +322,8 @@ __device__ __forceinline__ void stage_weights(const T *__restrict__ w, T *ws, in
 /* Shared memory of a block, in bytes from the start: the norm reduction scratch, then (each
  * 16-byte aligned) the weight-gradient accumulators (backward), the staged weights and the
  * input stages. Offsets of 0 mean absent. L: the padded row length (chunks * blockDim.x *
- * F), E: elements per cp.async piece of the stages, stages: 1 or 2. */
+ * F), E: elements per cp.async piece of the stages, stages: 1 .. kMaxStages, a ring (with
+ * S stages the rows of S - 1 later iterations are in flight while one is computed). */
 struct Layout {
     size_t acc_off, ws_off, pipe_off, total;
     int L, E, stages;
@@ -378,34 +408,31 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
 
     if constexpr (RES) {
         /* the first rows' loads go out before the weights are staged, so the two overlap */
-        if (lay.stages == 2)
-            prefetch_rows<D, F>(stages, x, y, (const T *)nullptr, BN, (int64_t)blockIdx.x * blockDim.y + threadIdx.y, B,
-                                (int)N, lay);
+        for (int s = 0; s + 1 < lay.stages; ++s)
+            prefetch_rows<D, F>(stages + s * stage_elems, x, y, (const T *)nullptr, BN,
+                                (int64_t)blockIdx.x * blockDim.y + threadIdx.y + s * row_step, B, (int)N, lay);
         zero_stage_padding(stages, lay.stages * 2 * D * (int)blockDim.y, (int)N, lay.L);
     }
     if constexpr (MODE != kLong)
         stage_weights<A::P, F>(w, const_cast<T *>(wt.ws), (int)N, lay.L);
 
     Chunk<ALG, T, F> c;
-    int it = 0;
-    for (int64_t base = (int64_t)blockIdx.x * blockDim.y; base < B; base += row_step, ++it) {
+    int ring = 0; /* the stage of this iteration's rows */
+    for (int64_t base = (int64_t)blockIdx.x * blockDim.y; base < B; base += row_step) {
         const int64_t b = base + threadIdx.y;
         const bool valid = b < B;
         const int64_t row = b * N;
         const T *cur = nullptr;
         if constexpr (RES) {
-            /* E <= F: each thread copied only its own features, so its wait orders them */
-            if (lay.stages == 2) { /* queue the next rows, then wait for this one's */
-                prefetch_rows<D, F>(stages + ((it + 1) & 1) * stage_elems, x, y, (const T *)nullptr, BN, b + row_step,
-                                    B, (int)N, lay);
-                cp_async_wait<1>();
-                cur = stages + (it & 1) * stage_elems;
-            } else {
-                prefetch_rows<D, F>(stages, x, y, (const T *)nullptr, BN, b, B, (int)N, lay);
-                cp_async_wait<0>();
-                cur = stages;
-            }
-            cur += (int)threadIdx.y * lay.L + (int)threadIdx.x * F;
+            /* queue the rows S - 1 iterations ahead into the stage the previous iteration
+             * read, then wait for this one's. E <= F: each thread copied only its own
+             * features and read only its own, so its wait orders them (no barrier). */
+            const int ahead = ring + lay.stages - 1;
+            prefetch_rows<D, F>(stages + (ahead < lay.stages ? ahead : ahead - lay.stages) * stage_elems, x, y,
+                                (const T *)nullptr, BN, b + (lay.stages - 1) * row_step, B, (int)N, lay);
+            cp_async_wait_upto(lay.stages - 1);
+            cur = stages + ring * stage_elems + (int)threadIdx.y * lay.L + (int)threadIdx.x * F;
+            ring = ring + 1 < lay.stages ? ring + 1 : 0;
         }
         C inv[G], acc[G];
 #pragma unroll
@@ -425,7 +452,7 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
             }
         }
         if (normalize) {
-            group_sum_runtime(acc, red, warp, lane, warps);
+            group_sum_runtime(acc, red, warp, lane, warps, RowBarrier{});
 #pragma unroll
             for (int g = 0; g < G; ++g) {
                 const C r = sqrt((N > 0 ? acc[g] / C(N) : C(0)) + C(FC_NORM_EPS));
@@ -500,9 +527,9 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
     const int64_t row_step = (int64_t)gridDim.x * blockDim.y;
     const int S = (int)blockDim.y * L, stage_elems = 3 * D * S;
     if constexpr (RES) {
-        if (lay.stages == 2)
-            prefetch_rows<D, F>(stages, x, y, gout, BN, (int64_t)blockIdx.x * blockDim.y + threadIdx.y, B, (int)N,
-                                lay);
+        for (int s = 0; s + 1 < lay.stages; ++s)
+            prefetch_rows<D, F>(stages + s * stage_elems, x, y, gout, BN,
+                                (int64_t)blockIdx.x * blockDim.y + threadIdx.y + s * row_step, B, (int)N, lay);
         zero_stage_padding(stages, lay.stages * 3 * D * (int)blockDim.y, (int)N, L);
     }
     if constexpr (SHARED_ACC) {
@@ -517,28 +544,31 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
     }
 
     Chunk<ALG, T, F> c;
-    int it = 0;
-    for (int64_t base = (int64_t)blockIdx.x * blockDim.y; base < B; base += row_step, ++it) {
+    int ring = 0; /* the stage of this iteration's rows */
+    for (int64_t base = (int64_t)blockIdx.x * blockDim.y; base < B; base += row_step) {
         const int64_t b = base + threadIdx.y;
         const bool valid = b < B;
         const int64_t row = b * N;
         const T *cur = nullptr; /* resident: this thread's features of x's component 0 in the stage */
         if constexpr (RES) {
-            /* pieces span several threads' features: a barrier after the wait */
-            if (lay.stages == 2) {
-                cp_async_wait<0>();
-                __syncthreads(); /* this stage landed; every thread is done with the other one */
-                prefetch_rows<D, F>(stages + ((it + 1) & 1) * stage_elems, x, y, gout, BN, b + row_step, B, (int)N,
-                                    lay);
-                cur = stages + (it & 1) * stage_elems;
+            /* pieces span several threads' features of the row group's own row: its barrier
+             * after the wait. With S >= 2 stages: this row's group landed (S - 2 later ones
+             * may be pending) and, past the barrier, the row group is done with the stage the
+             * previous iteration read, which then takes the rows S - 1 iterations ahead. */
+            if (lay.stages >= 2) {
+                cp_async_wait_upto(lay.stages - 2);
+                RowBarrier{}();
+                const int ahead = ring + lay.stages - 1;
+                prefetch_rows<D, F>(stages + (ahead < lay.stages ? ahead : ahead - lay.stages) * stage_elems, x, y,
+                                    gout, BN, b + (lay.stages - 1) * row_step, B, (int)N, lay);
             } else {
-                __syncthreads(); /* every thread is done with the stage */
+                RowBarrier{}(); /* the row group is done with the stage */
                 prefetch_rows<D, F>(stages, x, y, gout, BN, b, B, (int)N, lay);
                 cp_async_wait<0>();
-                __syncthreads();
-                cur = stages;
+                RowBarrier{}();
             }
-            cur += (int)threadIdx.y * L + (int)threadIdx.x * F;
+            cur = stages + ring * stage_elems + (int)threadIdx.y * L + (int)threadIdx.x * F;
+            ring = ring + 1 < lay.stages ? ring + 1 : 0;
         }
         C go[D][F];
         C r[G], rinv[G], dcoef[G];
@@ -584,12 +614,12 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
 #pragma unroll
                 for (int g = 0; g < G; ++g)
                     dots[g] = red_v[g];
-                group_sum_runtime(dots, red, warp, lane, warps);
+                group_sum_runtime(dots, red, warp, lane, warps, RowBarrier{});
 #pragma unroll
                 for (int g = 0; g < G; ++g)
                     red_v[g] = dots[g];
             } else {
-                group_sum_runtime(red_v, red, warp, lane, warps);
+                group_sum_runtime(red_v, red, warp, lane, warps, RowBarrier{});
             }
 #pragma unroll
             for (int g = 0; g < G; ++g) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
@@ -27,20 +28,33 @@ struct Config {
     int device;
 };
 
-/* Per kernel, once: its attributes (register use decides the threads a block may have). */
-template <auto Kernel> const cudaFuncAttributes &attributes()
+/* Per kernel, once: its attributes (register use decides the threads a block may have) and
+ * the most blocks of one warp a multiprocessor holds (the limits other than registers,
+ * shared memory and threads: the kernels name row-group barriers by a run-time id, so each
+ * block reserves all 16 named barriers, which caps the blocks a multiprocessor holds). */
+struct KernelFacts {
+    cudaFuncAttributes at;
+    int max_blocks;
+};
+template <auto Kernel> const KernelFacts &kernel_facts()
 {
-    static const cudaFuncAttributes value = [] {
-        cudaFuncAttributes at{};
-        if (cudaFuncGetAttributes(&at, Kernel) != cudaSuccess) {
+    static const KernelFacts value = [] {
+        KernelFacts k{};
+        if (cudaFuncGetAttributes(&k.at, Kernel) != cudaSuccess) {
             cudaGetLastError();
-            at.maxThreadsPerBlock = 128;
-            at.numRegs = 255;
+            k.at.maxThreadsPerBlock = 128;
+            k.at.numRegs = 255;
         }
-        return at;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k.max_blocks, Kernel, 32, 0) != cudaSuccess ||
+            k.max_blocks < 1) {
+            cudaGetLastError();
+            k.max_blocks = 1;
+        }
+        return k;
     }();
     return value;
 }
+template <auto Kernel> const cudaFuncAttributes &attributes() { return kernel_facts<Kernel>().at; }
 
 /* Blocks of `threads` threads and `smem` bytes one multiprocessor holds at once (the
  * occupancy calculation: registers in 256-register warp units, 1 KB reserved per block). */
@@ -52,17 +66,37 @@ template <auto Kernel> int64_t blocks_per_sm(int threads, size_t smem, int devic
     const int64_t by_regs = d.regs_per_sm / std::max(1, warps * warp_regs);
     const int64_t by_smem = (int64_t)d.smem_per_sm / (int64_t)(smem + 1024);
     const int64_t by_threads = d.threads_per_sm / threads;
-    return std::max<int64_t>(1, std::min<int64_t>({by_regs, by_smem, by_threads, 32}));
+    return std::max<int64_t>(1, std::min<int64_t>({by_regs, by_smem, by_threads, kernel_facts<Kernel>().max_blocks}));
 }
 
-/* The x/y prefetch stages can be switched off (FLASHCLIFFORD_SGP_PIPE=0) to compare. */
-inline bool pipe_enabled()
+/* The most input stages a resident kernel may use: kDefaultStages, or FLASHCLIFFORD_SGP_PIPE=S
+ * (1 .. kMaxStages; 0 or 1: one stage, no prefetch ahead) to compare. */
+inline int max_stages()
 {
-    static const bool on = [] {
+    static const int most = [] {
         const char *e = std::getenv("FLASHCLIFFORD_SGP_PIPE");
-        return !(e && e[0] == '0');
+        if (!e || !*e)
+            return kDefaultStages;
+        const int v = std::atoi(e);
+        return std::max(1, std::min(v, kMaxStages));
     }();
-    return on;
+    return most;
+}
+
+/* Tuning only (fc_sgp_shape_override): rows a block and stages the resident kernels take
+ * where that shape fits; 0: the default choice. */
+struct ShapeOverride {
+    std::atomic<int> rows{0}, stages{0};
+};
+inline ShapeOverride &shape_override()
+{
+    static ShapeOverride o;
+    return o;
+}
+inline void set_shape_override(int rows, int stages)
+{
+    shape_override().rows.store(rows);
+    shape_override().stages.store(stages);
 }
 
 inline size_t align16(size_t n) { return (n + 15) / 16 * 16; }
@@ -107,43 +141,69 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     /* the block, whatever the mode: a row that fits one row group gets just the warps it
      * needs (rows without stage pieces, odd N in 2-byte types, take the long modes too) */
     c.tx = need <= most ? (int)((std::max<int64_t>(need, 1) + 31) / 32) * 32 : most;
-    c.ty = c.tx >= kBlockThreads ? 1 : kBlockThreads / c.tx;
+    c.ty = std::min(kMaxRowGroups, c.tx >= kBlockThreads ? 1 : kBlockThreads / c.tx);
     const int64_t cs = (int64_t)c.tx * c.F;
     const int64_t L = (N + cs - 1) / cs * cs;
     c.lay.L = L < INT32_MAX ? (int)L : 0;
     /* the row groups' reduction scratch, at the start of shared memory */
     auto scratch = [&](int ty) { return align16((size_t)ty * (c.tx / 32) * (BWD ? 2 : 1) * A::G * sizeof(C)); };
+    auto accumulators = [&](int ty) { return BWD ? (size_t)ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0; };
+    const size_t ws = c.lay.L ? (size_t)padded_paths<P, T>() * c.lay.L * sizeof(T) : 0;
     size_t used = scratch(c.ty);
     c.mode = kLong;
-    if (need <= most && E) {
-        const size_t acc = BWD ? (size_t)c.ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0;
-        const size_t ws = (size_t)padded_paths<P, T>() * c.lay.L * sizeof(T);
-        const size_t stage = (size_t)(BWD ? 3 : 2) * D * c.ty * c.lay.L * sizeof(T);
-        const size_t base = align16(align16(used + acc) + ws);
-        if (base + stage <= limit) {
+    if (need <= most && E && c.lay.L) {
+        /* Resident: pick rows a block (ty) and stages (S) over the whole device, measured
+         * on the H100 (benchmarks/tune_sgp.py, NOTES.md v3.4): a prefetch stage first (S = 2
+         * where it fits), then the most resident warps, then the most multiprocessors busy,
+         * then the largest ty (one bigger block stages the weights once for more rows and,
+         * in backward, halves the weight-gradient partials); the override (tuning) forces
+         * a shape where it fits. */
+        const int bound = std::min(attributes<kernel<ALG, T, BWD, kResident>()>().maxThreadsPerBlock,
+                                   BWD ? bwd_block_bound<D, T>() : fwd_block_bound<D, T>());
+        const int64_t rows = std::max<int64_t>(B, 1);
+        const int force_ty = shape_override().rows.load(), force_s = shape_override().stages.load();
+        int64_t best[4] = {-1, -1, -1, -1};
+        auto consider = [&](int ty, int S, size_t red, size_t base, size_t total) {
+            const int64_t per_sm = blocks_per_sm<kernel<ALG, T, BWD, kResident>()>(c.tx * ty, total, device);
+            const int64_t blocks = std::min(per_sm * (int64_t)dev.sms, (rows + ty - 1) / ty);
+            const int64_t key[4] = {S >= 2, std::min(rows, blocks * ty) * (c.tx / 32),
+                                    std::min<int64_t>(blocks, dev.sms), ty};
+            if (!std::lexicographical_compare(best, best + 4, key, key + 4))
+                return; /* not better: ties keep the fewer stages */
+            std::copy(key, key + 4, best);
             c.mode = kResident;
-            c.lay.acc_off = BWD ? used : 0;
-            c.lay.ws_off = align16(used + acc);
+            c.ty = ty;
+            c.lay.stages = S;
+            c.lay.acc_off = BWD ? red : 0;
+            c.lay.ws_off = align16(red + accumulators(ty));
             c.lay.pipe_off = base;
             c.lay.E = E;
-            c.lay.stages = pipe_enabled() && base + 2 * stage <= limit ? 2 : 1;
-            used = base + c.lay.stages * stage;
-        }
+            used = total;
+        };
+        for (int pass = force_ty > 0 ? 0 : 1; pass < 2 && c.mode != kResident; ++pass)
+            for (int ty = 1; ty <= kMaxRowGroups && (ty == 1 || ty * c.tx <= bound); ++ty) {
+                const size_t red = scratch(ty);
+                const size_t base = align16(align16(red + accumulators(ty)) + ws);
+                const size_t stage = (size_t)(BWD ? 3 : 2) * D * ty * c.lay.L * sizeof(T);
+                for (int S = 1; S <= (pass == 0 ? kMaxStages : max_stages()) && base + S * stage <= limit; ++S)
+                    if (pass == 1 || (ty == force_ty && S == force_s))
+                        consider(ty, S, red, base, base + S * stage);
+            }
     }
     if (c.mode != kResident) {
+        c.ty = std::min(kMaxRowGroups, c.tx >= kBlockThreads ? 1 : kBlockThreads / c.tx);
+        used = scratch(c.ty);
         /* staged weights (and backward's shared sums, for all the block's row groups, else
          * for one) */
         for (int ty : {c.ty, 1}) {
             if (!c.lay.L || c.mode == kLongShared)
                 break;
             const size_t red = scratch(ty);
-            const size_t acc = BWD ? (size_t)ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0;
-            const size_t ws = (size_t)padded_paths<P, T>() * c.lay.L * sizeof(T);
-            if (align16(align16(red + acc) + ws) <= limit) {
+            if (align16(align16(red + accumulators(ty)) + ws) <= limit) {
                 c.mode = kLongShared;
                 c.ty = ty;
                 c.lay.acc_off = red;
-                c.lay.ws_off = align16(red + acc);
+                c.lay.ws_off = align16(red + accumulators(ty));
                 used = align16(c.lay.ws_off + ws);
             }
         }
@@ -257,6 +317,20 @@ template <int ALG, class T> size_t partial_bytes(const fc_args *a)
     return (size_t)grid * (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(C);
 }
 
+/* The shape a call with aligned inputs gets (fc_sgp_config_cuda). */
+template <int ALG, class T> fc_status config(const fc_args *a, int bwd, long long out[6])
+{
+    constexpr int D = AlgebraTraits<ALG>::D;
+    const int F = bwd ? bwd_features<D, T>() : fwd_features<D, T>();
+    const int E = stage_piece<T>(bwd ? widest_piece<T, true>(F) : widest_piece<T, false>(F), a->N_in, {});
+    const Config c = bwd ? make_config<ALG, T, true>(a->B, a->N_in, a->device, E)
+                         : make_config<ALG, T, false>(a->B, a->N_in, a->device, E);
+    const long long v[6] = {c.tx, c.ty, c.mode == kResident ? c.lay.stages : 0, c.mode, c.grid, (long long)c.lay.total};
+    for (int i = 0; i < 6; ++i)
+        out[i] = v[i];
+    return FC_OK;
+}
+
 template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t stream)
 {
     using C = typename Compute<T>::type;
@@ -308,6 +382,18 @@ template <int ALG> struct Entry {
     static fc_status forward(const fc_args *a, cudaStream_t s);
     static fc_status backward(const fc_args *a, cudaStream_t s);
     static size_t workspace(const fc_args *a);
+    static fc_status config(const fc_args *a, int bwd, long long out[6]);
+    /* defined in sgp_<id>.cu only: instantiating it elsewhere would compile every kernel there */
+    static fc_status config_by_dtype(const fc_args *a, int bwd, long long out[6])
+    {
+        switch (a->dtype) {
+        case FC_F32: return sgp::config<ALG, float>(a, bwd, out);
+        case FC_F64: return sgp::config<ALG, double>(a, bwd, out);
+        case FC_BF16: return sgp::config<ALG, __nv_bfloat16>(a, bwd, out);
+        case FC_F16: return sgp::config<ALG, __half>(a, bwd, out);
+        }
+        return FC_ERR_TYPE;
+    }
 };
 
 template <int ALG, class T> struct ForwardOp {
@@ -335,4 +421,8 @@ template <int ALG, class T> struct WorkspaceOp {
     template <> size_t fc::sgp::Entry<ID>::workspace(const fc_args *a)                                        \
     {                                                                                                         \
         return by_dtype<WorkspaceOp, size_t>(a, nullptr, 0);                                                  \
+    }                                                                                                         \
+    template <> fc_status fc::sgp::Entry<ID>::config(const fc_args *a, int bwd, long long out[6])             \
+    {                                                                                                         \
+        return config_by_dtype(a, bwd, out);                                                                  \
     }
