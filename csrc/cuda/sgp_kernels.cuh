@@ -41,9 +41,12 @@ constexpr int kMaxStages = 4;    /* input stages of the resident kernels: up to 
 constexpr int kDefaultStages = 2; /* more measured no faster on the H100 (benchmarks/NOTES.md v3.4) */
 enum Mode { kResident = 0, kLongShared = 1, kLong = 2 };
 
-/* Features per thread: 16-byte loads for fp32 (8 for bf16/fp16 at D <= 4) in forward;
+/* Features per thread: 16-byte loads for fp32, and for bf16/fp16 at D <= 4 (8 bytes above) in forward;
  * backward holds x, y, grad_out, their gradients and the weight partial, so fewer. */
-template <int D, class T> constexpr int fwd_features() { return sizeof(T) == 8 ? 2 : (D <= 8 ? 4 : 2); }
+template <int D, class T> constexpr int fwd_features()
+{
+    return sizeof(T) == 8 ? 2 : sizeof(T) == 2 && D <= 4 ? 8 : (D <= 8 ? 4 : 2);
+}
 template <int D, class T> constexpr int bwd_features() { return D <= 4 && sizeof(T) < 8 ? 2 : 1; }
 /* Backward threads a block may have: 512 caps registers at 128 (spill-free for 4- and 2-byte
  * data up to D = 8), so rows of 512 features stay resident with 16 warps a multiprocessor;
@@ -173,21 +176,23 @@ template <int P, class V> __host__ __device__ constexpr int padded_paths()
     return sizeof(V) == 2 ? P + ((2 - P % 4) + 4) % 4 : P + (P % 2 == 0);
 }
 
-/* Where a thread's weights come from: the block's staged copy ws ([L][PW], column
+/* Where a thread's weights come from: the block's staged copy ws ([L][PW] in the compute
+ * type, so 2-byte weights are converted once a block, not at every use; column
  * col = ch * tx * F + f * tx + thread for feature ch * tx * F + thread * F + f), or the
  * (N, P) rows in global memory (kLong; features past N clamped: they compute on zeros and
  * are not stored). */
 template <int MODE, class T, int P> struct Weights {
-    static constexpr int PW = padded_paths<P, T>();
+    using C = typename Compute<T>::type;
+    static constexpr int PW = padded_paths<P, C>();
     const T *__restrict__ w;
-    const T *ws;
+    const C *ws;
     int64_t N;
-    __device__ __forceinline__ typename Compute<T>::type operator()(int p, int col, int64_t n) const
+    __device__ __forceinline__ C operator()(int p, int col, int64_t n) const
     {
         if constexpr (MODE == kLong)
             return load<T>(w[(n < N ? n : N - 1) * P + p]);
         else
-            return load<T>(ws[col * PW + p]);
+            return ws[col * PW + p];
     }
 };
 
@@ -294,7 +299,7 @@ template <int ALG, class T, int F> struct Chunk {
  * would wait for one memory round trip per element (P x L / threads of them, ~20 for
  * Cl(3,0) at N = 512: several microseconds of every block's start). Ends with a barrier. */
 template <int P, int F, class T>
-__device__ __forceinline__ void stage_weights(const T *__restrict__ w, T *ws, int N, int L)
+__device__ __forceinline__ void stage_weights(const T *__restrict__ w, typename Compute<T>::type *ws, int N, int L)
 {
     constexpr int U = 16;
     const int tx = blockDim.x, nthreads = blockDim.x * blockDim.y, cs = tx * F;
@@ -312,7 +317,7 @@ __device__ __forceinline__ void stage_weights(const T *__restrict__ w, T *ws, in
             if (i < L * P) {
                 const int n = i / P, p = i % P;
                 const int ch = n / cs, r = n - ch * cs;
-                ws[(ch * cs + (r % F) * tx + r / F) * padded_paths<P, T>() + p] = v[u];
+                ws[(ch * cs + (r % F) * tx + r / F) * padded_paths<P, typename Compute<T>::type>() + p] = load<T>(v[u]);
             }
         }
     }
@@ -404,7 +409,7 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
     /* resident: stages [stages][2D][rows][L] after the staged weights */
     T *stages = RES ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
     const int S = (int)blockDim.y * lay.L, stage_elems = 2 * D * S;
-    Weights<MODE, T, A::P> wt{w, MODE != kLong ? reinterpret_cast<const T *>(smem_raw + lay.ws_off) : nullptr, N};
+    Weights<MODE, T, A::P> wt{w, MODE != kLong ? reinterpret_cast<const C *>(smem_raw + lay.ws_off) : nullptr, N};
 
     if constexpr (RES) {
         /* the first rows' loads go out before the weights are staged, so the two overlap */
@@ -414,7 +419,7 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
         zero_stage_padding(stages, lay.stages * 2 * D * (int)blockDim.y, (int)N, lay.L);
     }
     if constexpr (MODE != kLong)
-        stage_weights<A::P, F>(w, const_cast<T *>(wt.ws), (int)N, lay.L);
+        stage_weights<A::P, F>(w, const_cast<C *>(wt.ws), (int)N, lay.L);
 
     Chunk<ALG, T, F> c;
     int ring = 0; /* the stage of this iteration's rows */
@@ -520,7 +525,7 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
     const int L = lay.L;
     C *slot = partial + (int64_t)blockIdx.x * N * P; /* this block's weight-gradient partial */
     C *gacc = SHARED_ACC ? reinterpret_cast<C *>(smem_raw + lay.acc_off) : nullptr;
-    Weights<MODE, T, P> wt{w, SHARED_ACC ? reinterpret_cast<const T *>(smem_raw + lay.ws_off) : nullptr, N};
+    Weights<MODE, T, P> wt{w, SHARED_ACC ? reinterpret_cast<const C *>(smem_raw + lay.ws_off) : nullptr, N};
     /* resident: x, y, grad_out of the next rows stream into [stages][3D][rows][L] while these
      * are computed */
     T *stages = RES ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
@@ -536,7 +541,7 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
         for (int i = tid; i < (int)blockDim.y * PA * L; i += nthreads)
             gacc[i] = 0;
         gacc += threadIdx.y * PA * L;
-        stage_weights<P, F>(w, const_cast<T *>(wt.ws), (int)N, L); /* ends with the barrier the zeroing needs */
+        stage_weights<P, F>(w, const_cast<C *>(wt.ws), (int)N, L); /* ends with the barrier the zeroing needs */
     } else {
         for (int64_t i = tid; i < N * P; i += nthreads)
             slot[i] = 0;

@@ -148,7 +148,7 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     /* the row groups' reduction scratch, at the start of shared memory */
     auto scratch = [&](int ty) { return align16((size_t)ty * (c.tx / 32) * (BWD ? 2 : 1) * A::G * sizeof(C)); };
     auto accumulators = [&](int ty) { return BWD ? (size_t)ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0; };
-    const size_t ws = c.lay.L ? (size_t)padded_paths<P, T>() * c.lay.L * sizeof(T) : 0;
+    const size_t ws = c.lay.L ? (size_t)padded_paths<P, C>() * c.lay.L * sizeof(C) : 0; /* staged as C */
     size_t used = scratch(c.ty);
     c.mode = kLong;
     if (need <= most && E && c.lay.L) {
@@ -309,11 +309,11 @@ template <int ALG, class T> size_t partial_bytes(const fc_args *a)
     constexpr int F = bwd_features<AlgebraTraits<ALG>::D, T>();
     if (a->B == 0 || a->N_in == 0)
         return 0;
-    /* the grid (one slot a block) depends on the mode, which depends on the inputs'
-     * alignment: take the largest over the stage pieces a call may get */
-    int64_t grid = 0;
-    for (int E : {widest_piece<T, true>(F), narrowest_piece<T>(), 0})
-        grid = std::max(grid, make_config<ALG, T, true>(a->B, a->N_in, a->device, E).grid);
+    /* one slot a block of the grid that aligned inputs get; inputs whose alignment selects
+     * another mode run with at most that many blocks (backward() clamps the grid: blocks
+     * loop over the rows, so any grid is correct), so the size depends on the shapes only */
+    const int E = stage_piece<T>(widest_piece<T, true>(F), a->N_in, {});
+    const int64_t grid = make_config<ALG, T, true>(a->B, a->N_in, a->device, E).grid;
     return (size_t)grid * (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(C);
 }
 
@@ -350,7 +350,9 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
     }
     const bool vec = vec_ok<T, F>(a->N_in, {a->x, a->y, a->grad_out, a->grad_x, a->grad_y});
     const int E = stage_piece<T>(widest_piece<T, true>(F), a->N_in, {a->x, a->y, a->grad_out});
-    const Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, E);
+    Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, E);
+    /* at most the slots partial_bytes sized (not the bytes given: results must not depend on them) */
+    cfg.grid = std::min<int64_t>(cfg.grid, (int64_t)(need / ((size_t)a->N_in * P * sizeof(C))));
     C *partial = (C *)a->workspace;
     if (fc_status st = launch<ALG, T, true>(cfg, stream, (const T *)a->grad_out, (const T *)a->x, (const T *)a->y,
                                             (const T *)a->weight, (const C *)a->norms, (T *)a->grad_x,
