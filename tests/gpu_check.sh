@@ -90,8 +90,11 @@ fi
 
 if has bench; then
     step "benchmark (issue 3 table)"
+    # the sweeps' settings (benchmarks/run_sweeps.sh): the compiled baseline built once per
+    # configuration with symbolic sizes; per-shape graphs (--compile static) take minutes more
     python3 -m flashclifford.bench --op sgp -a 2 3 --dtype float32 bfloat16 -B 4096 8192 -N 512 1024 \
-        --baselines compiled --out "$OUT/bench_sgp" --no-progress 2>&1 | tee "$OUT/bench_sgp.log" | tail -n 40
+        --baselines compiled --compile dynamic --reps 30 --warmup 2 --max-seconds 0.2 --no-host-baselines \
+        --out "$OUT/bench_sgp" --no-progress 2>&1 | tee "$OUT/bench_sgp.log" | tail -n 40
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 echo
