@@ -13,10 +13,13 @@
  * second kernel sums the S partials in fixed order, so results are bitwise reproducible.
  *
  * Modes (a template parameter, so no kernel carries code for another mode's memory paths):
- *   kResident   rows fit a row group: x, y (and grad_out) stream into shared-memory stages
- *               with cp.async (double-buffered when two fit), the weights and the backward's
- *               weight-gradient sums live in shared memory; every access is 32-bit shared
- *               addressing.
+ *   kResident   rows fit a row group: x, y (and grad_out) stream into a ring of shared-memory
+ *               stages with cp.async (two by default: the next rows land while these are
+ *               computed), the weights and the backward's weight-gradient sums live in
+ *               shared memory; every access is 32-bit shared addressing.
+ *
+ * The row groups of a block synchronise only among themselves (named barrier 1 + y), so a
+ * block is several independent rows sharing one staged copy of the weights.
  *   kLongShared rows longer than a row group, or without a stage piece (odd N in 2-byte
  *               types): inputs read from global memory (twice when a row spans several
  *               chunks, and always in backward), the weights and the backward's
@@ -301,9 +304,9 @@ template <int ALG, class T, int F> struct Chunk {
 
 /* Copy the (N, P) weights into shared memory as [L][PW] in the column order of Weights,
  * zeros past N. Reads are coalesced; done once per block, which then loops over many rows.
- * Each thread issues U loads before it stores any: one load then one store an element
- * would wait for one memory round trip per element (P x L / threads of them, ~20 for
- * Cl(3,0) at N = 512: several microseconds of every block's start). Ends with a barrier. */
+ * Each thread issues U loads before it stores any, so its P x L / threads elements (~20
+ * for Cl(3,0) at N = 512) wait for one or two memory round trips, not one each. Ends with
+ * a barrier. */
 template <int P, int F, class T, class W>
 __device__ __forceinline__ void stage_weights(const T *__restrict__ w, W *ws, int N, int L)
 {
@@ -419,7 +422,8 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
     /* resident: stages [stages][2D][rows][L] after the staged weights */
     T *stages = RES ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
     const int S = (int)blockDim.y * lay.L, stage_elems = 2 * D * S;
-    Weights<MODE, T, A::P> wt{w, MODE != kLong ? reinterpret_cast<const T *>(smem_raw + lay.ws_off) : nullptr, N};
+    using W = Staged<T, false>;
+    Weights<MODE, T, A::P, W> wt{w, MODE != kLong ? reinterpret_cast<const W *>(smem_raw + lay.ws_off) : nullptr, N};
 
     if constexpr (RES) {
         /* the first rows' loads go out before the weights are staged, so the two overlap */
@@ -429,7 +433,7 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
         zero_stage_padding(stages, lay.stages * 2 * D * (int)blockDim.y, (int)N, lay.L);
     }
     if constexpr (MODE != kLong)
-        stage_weights<A::P, F>(w, const_cast<T *>(wt.ws), (int)N, lay.L);
+        stage_weights<A::P, F>(w, const_cast<W *>(wt.ws), (int)N, lay.L);
 
     Chunk<ALG, T, F> c;
     int ring = 0; /* the stage of this iteration's rows */
@@ -535,7 +539,8 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
     const int L = lay.L;
     C *slot = partial + (int64_t)blockIdx.x * N * P; /* this block's weight-gradient partial */
     C *gacc = SHARED_ACC ? reinterpret_cast<C *>(smem_raw + lay.acc_off) : nullptr;
-    Weights<MODE, T, P, C> wt{w, SHARED_ACC ? reinterpret_cast<const C *>(smem_raw + lay.ws_off) : nullptr, N};
+    using W = Staged<T, true>;
+    Weights<MODE, T, P, W> wt{w, SHARED_ACC ? reinterpret_cast<const W *>(smem_raw + lay.ws_off) : nullptr, N};
     /* resident: x, y, grad_out of the next rows stream into [stages][3D][rows][L] while these
      * are computed */
     T *stages = RES ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
@@ -551,7 +556,7 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
         for (int i = tid; i < (int)blockDim.y * PA * L; i += nthreads)
             gacc[i] = 0;
         gacc += threadIdx.y * PA * L;
-        stage_weights<P, F>(w, const_cast<C *>(wt.ws), (int)N, L); /* ends with the barrier the zeroing needs */
+        stage_weights<P, F>(w, const_cast<W *>(wt.ws), (int)N, L); /* ends with the barrier the zeroing needs */
     } else {
         for (int64_t i = tid; i < N * P; i += nthreads)
             slot[i] = 0;
