@@ -554,6 +554,32 @@ PyObject *fc_bind_fcgp_forward(PyObject *m, PyObject *a, PyObject *k) { return f
 PyObject *fc_bind_sgp_backward(PyObject *m, PyObject *a, PyObject *k) { return backward(m, a, k, OP_SGP); }
 PyObject *fc_bind_fcgp_backward(PyObject *m, PyObject *a, PyObject *k) { return backward(m, a, k, OP_FCGP); }
 
+/* A dtype by name ("float32", ...) for the shape-only queries; -1 with TypeError set. */
+static int parse_dtype_name(const char *dtname)
+{
+    for (int d = FC_F32; d <= FC_F16; ++d)
+        if (strcmp(dtname, fc_dtype_name(d)) == 0)
+            return d;
+    PyErr_Format(PyExc_TypeError, "dtype: expected float32, float64, bfloat16 or float16, got '%s'", dtname);
+    return -1;
+}
+
+/* The arguments of a call without arrays: what launch shapes and workspaces depend on
+ * (normalize and gate on). */
+static fc_args shape_args(const fc_algebra *alg, int dtype, long long B, long long N_in, long long N_out)
+{
+    fc_args a;
+    memset(&a, 0, sizeof a);
+    a.alg = alg;
+    a.dtype = (fc_dtype)dtype;
+    a.B = B;
+    a.N_in = N_in;
+    a.N_out = N_out;
+    a.normalize = 1;
+    a.gate = 1;
+    return a;
+}
+
 /* workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0, gate=True) -> bytes
  * the CUDA launcher needs, so a framework can allocate it (graph-safe) and pass workspace=.
  * The gate-off product needs less (no gated copies of x and y). */
@@ -574,23 +600,12 @@ PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwa
         return PyErr_Format(PyExc_ValueError, "op: expected 'sgp' or 'fcgp', got '%s'", opname);
     if (parse_algebra(&c, algebra) < 0)
         return NULL;
-    int dt = -1;
-    for (int d = FC_F32; d <= FC_F16; ++d)
-        if (strcmp(dtname, fc_dtype_name(d)) == 0)
-            dt = d;
+    const int dt = parse_dtype_name(dtname);
     if (dt < 0)
-        return PyErr_Format(PyExc_TypeError, "dtype: expected float32, float64, bfloat16 or float16, got '%s'",
-                            dtname);
+        return NULL;
     c.device_type = kDLCUDA;
-    fc_args a;
-    memset(&a, 0, sizeof a);
-    a.alg = c.alg;
-    a.dtype = (fc_dtype)dt;
-    a.B = B;
-    a.N_in = N_in;
-    a.N_out = N_out;
+    fc_args a = shape_args(c.alg, dt, B, N_in, N_out);
     a.precision = (fc_precision)precision;
-    a.normalize = 1;
     a.gate = gate;
     return PyLong_FromSize_t(workspace_needed(&c, &a));
 }
@@ -616,22 +631,10 @@ PyObject *fc_bind_sgp_config(PyObject *module, PyObject *args, PyObject *kwargs)
     init_call(&c, OP_SGP, bwd);
     if (parse_algebra(&c, algebra) < 0)
         return NULL;
-    int dt = -1;
-    for (int d = FC_F32; d <= FC_F16; ++d)
-        if (strcmp(dtname, fc_dtype_name(d)) == 0)
-            dt = d;
+    const int dt = parse_dtype_name(dtname);
     if (dt < 0)
-        return PyErr_Format(PyExc_TypeError, "dtype: expected float32, float64, bfloat16 or float16, got '%s'",
-                            dtname);
-    fc_args a;
-    memset(&a, 0, sizeof a);
-    a.alg = c.alg;
-    a.dtype = (fc_dtype)dt;
-    a.B = B;
-    a.N_in = N;
-    a.N_out = N;
-    a.normalize = 1;
-    a.gate = 1;
+        return NULL;
+    fc_args a = shape_args(c.alg, dt, B, N, N);
     a.device = device;
     long long out[6];
     if (raise_status(module, fc_sgp_config_cuda(&a, bwd, out)) < 0)
