@@ -45,13 +45,11 @@ constexpr int kMaxStages = 4;    /* input stages of the resident kernels: up to 
 constexpr int kDefaultStages = 2; /* more measured no faster on the H100 (benchmarks/NOTES.md v3.4) */
 enum Mode { kResident = 0, kLongShared = 1, kLong = 2 };
 
-/* Features per thread in forward: 8 at D <= 4 (one or two 16-byte accesses a component: the
- * per-thread work of a row, its reduction, addresses and loop, spread over more features),
- * else 16-byte loads for fp32 (8 bytes for bf16/fp16);
+/* Features per thread: 16-byte loads for fp32, and for bf16/fp16 at D <= 4 (8 bytes above) in forward;
  * backward holds x, y, grad_out, their gradients and the weight partial, so fewer. */
 template <int D, class T> constexpr int fwd_features()
 {
-    return sizeof(T) == 8 ? 2 : D <= 4 ? 8 : (D <= 8 ? 4 : 2);
+    return sizeof(T) == 8 ? 2 : sizeof(T) == 2 && D <= 4 ? 8 : (D <= 8 ? 4 : 2);
 }
 template <int D, class T> constexpr int bwd_features() { return D <= 4 && sizeof(T) < 8 ? 2 : 1; }
 /* Backward threads a block may have: 512 caps registers at 128 (spill-free for 4- and 2-byte
@@ -62,8 +60,7 @@ template <int D, class T> constexpr int bwd_block_bound() { return sizeof(T) == 
  * (ptxas would otherwise keep all F x P staged weights in registers, 180-210 of them). */
 template <int D, class T> constexpr int fwd_block_bound() { return sizeof(T) == 8 ? 256 : (D <= 8 ? 512 : 384); }
 
-/* aligned as one access of up to 16 bytes (32-byte vectors are two of them) */
-template <class T, int F> struct alignas(sizeof(T) * F < 16 ? sizeof(T) * F : 16) Vec {
+template <class T, int F> struct alignas(sizeof(T) * F) Vec {
     T v[F];
 };
 
@@ -384,7 +381,7 @@ __device__ __forceinline__ void prefetch_rows(T *st, const T *__restrict__ x, co
                                               const Layout &lay)
 {
     constexpr int E16 = 16 / sizeof(T), E4 = sizeof(T) >= 4 ? 1 : 4 / sizeof(T);
-    constexpr bool MID = F * sizeof(T) < 16 && F != E4 && F * sizeof(T) >= 4; /* forward's F-element pieces */
+    constexpr bool MID = F != E16 && F != E4 && F * sizeof(T) >= 4; /* forward's F-element pieces */
     if (b < B) {
         if (lay.E == E16)
             prefetch_pieces<D, F, E16>(st, x, y, g, BN, b, N, lay.L);

@@ -111,13 +111,9 @@ template <int ALG, class T, bool BWD, int MODE> constexpr auto kernel()
 }
 
 /* Elements per cp.async piece of the stages: the widest of 16 bytes (backward: pieces shared
- * by a row's threads) or F elements up to 16 bytes (forward: each thread copies its own
- * features), else 4 bytes, that N and the inputs' alignment allow; 0 when none does (then
- * no stages). */
-template <class T, bool BWD> constexpr int widest_piece(int F)
-{
-    return BWD || F * (int)sizeof(T) > 16 ? 16 / (int)sizeof(T) : F;
-}
+ * by a row's threads) or F elements (forward: each thread copies its own features), else
+ * 4 bytes, that N and the inputs' alignment allow; 0 when none does (then no stages). */
+template <class T, bool BWD> constexpr int widest_piece(int F) { return BWD ? 16 / (int)sizeof(T) : F; }
 template <class T> constexpr int narrowest_piece() { return sizeof(T) >= 4 ? 1 : 4 / (int)sizeof(T); }
 
 /* E: the stage piece the inputs allow (0: none). Resident rows need their stages (at least
@@ -279,7 +275,7 @@ template <class T, int F> bool vec_ok(int64_t N, std::initializer_list<const voi
     if (N % F)
         return false;
     for (const void *p : ptrs)
-        if (!aligned(p, alignof(Vec<T, F>)))
+        if (!aligned(p, sizeof(T) * F))
             return false;
     return true;
 }
