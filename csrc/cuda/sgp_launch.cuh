@@ -191,9 +191,7 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
                         consider(ty, S, red, base, base + S * stage);
             }
     }
-    if (c.mode != kResident) {
-        c.ty = std::min(kMaxRowGroups, c.tx >= kBlockThreads ? 1 : kBlockThreads / c.tx);
-        used = scratch(c.ty);
+    if (c.mode != kResident) { /* c.ty and used are still the defaults: only a resident pick sets them */
         /* staged weights (and backward's shared sums, for all the block's row groups, else
          * for one) */
         for (int ty : {c.ty, 1}) {
@@ -372,13 +370,15 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
 /* Run the op for one algebra, any dtype. Defined once per algebra by
  * FC_SGP_INSTANTIATE in sgp_<id>.cu, so the algebras compile in parallel. */
 template <int ALG> struct Entry {
-    template <template <int, class> class Op, class R> static R by_dtype(const fc_args *a, cudaStream_t s, R bad)
+    /* Op<ALG, T>::run(a, args...) for a's dtype T */
+    template <template <int, class> class Op, class R, class... Args>
+    static R by_dtype(const fc_args *a, R bad, Args... args)
     {
         switch (a->dtype) {
-        case FC_F32: return Op<ALG, float>::run(a, s);
-        case FC_F64: return Op<ALG, double>::run(a, s);
-        case FC_BF16: return Op<ALG, __nv_bfloat16>::run(a, s);
-        case FC_F16: return Op<ALG, __half>::run(a, s);
+        case FC_F32: return Op<ALG, float>::run(a, args...);
+        case FC_F64: return Op<ALG, double>::run(a, args...);
+        case FC_BF16: return Op<ALG, __nv_bfloat16>::run(a, args...);
+        case FC_F16: return Op<ALG, __half>::run(a, args...);
         }
         return bad;
     }
@@ -386,17 +386,6 @@ template <int ALG> struct Entry {
     static fc_status backward(const fc_args *a, cudaStream_t s);
     static size_t workspace(const fc_args *a);
     static fc_status config(const fc_args *a, int bwd, long long out[6]);
-    /* defined in sgp_<id>.cu only: instantiating it elsewhere would compile every kernel there */
-    static fc_status config_by_dtype(const fc_args *a, int bwd, long long out[6])
-    {
-        switch (a->dtype) {
-        case FC_F32: return sgp::config<ALG, float>(a, bwd, out);
-        case FC_F64: return sgp::config<ALG, double>(a, bwd, out);
-        case FC_BF16: return sgp::config<ALG, __nv_bfloat16>(a, bwd, out);
-        case FC_F16: return sgp::config<ALG, __half>(a, bwd, out);
-        }
-        return FC_ERR_TYPE;
-    }
 };
 
 template <int ALG, class T> struct ForwardOp {
@@ -406,7 +395,10 @@ template <int ALG, class T> struct BackwardOp {
     static fc_status run(const fc_args *a, cudaStream_t s) { return sgp::backward<ALG, T>(a, s); }
 };
 template <int ALG, class T> struct WorkspaceOp {
-    static size_t run(const fc_args *a, cudaStream_t) { return partial_bytes<ALG, T>(a); }
+    static size_t run(const fc_args *a) { return partial_bytes<ALG, T>(a); }
+};
+template <int ALG, class T> struct ConfigOp {
+    static fc_status run(const fc_args *a, int bwd, long long *out) { return sgp::config<ALG, T>(a, bwd, out); }
 };
 
 } // namespace sgp
@@ -415,17 +407,17 @@ template <int ALG, class T> struct WorkspaceOp {
 #define FC_SGP_INSTANTIATE(ID)                                                                                \
     template <> fc_status fc::sgp::Entry<ID>::forward(const fc_args *a, cudaStream_t s)                       \
     {                                                                                                         \
-        return by_dtype<ForwardOp, fc_status>(a, s, FC_ERR_TYPE);                                             \
+        return by_dtype<ForwardOp, fc_status>(a, FC_ERR_TYPE, s);                                             \
     }                                                                                                         \
     template <> fc_status fc::sgp::Entry<ID>::backward(const fc_args *a, cudaStream_t s)                      \
     {                                                                                                         \
-        return by_dtype<BackwardOp, fc_status>(a, s, FC_ERR_TYPE);                                            \
+        return by_dtype<BackwardOp, fc_status>(a, FC_ERR_TYPE, s);                                            \
     }                                                                                                         \
     template <> size_t fc::sgp::Entry<ID>::workspace(const fc_args *a)                                        \
     {                                                                                                         \
-        return by_dtype<WorkspaceOp, size_t>(a, nullptr, 0);                                                  \
+        return by_dtype<WorkspaceOp, size_t>(a, (size_t)0);                                                   \
     }                                                                                                         \
     template <> fc_status fc::sgp::Entry<ID>::config(const fc_args *a, int bwd, long long out[6])             \
     {                                                                                                         \
-        return config_by_dtype(a, bwd, out);                                                                  \
+        return by_dtype<ConfigOp, fc_status>(a, FC_ERR_TYPE, bwd, out);                                       \
     }
