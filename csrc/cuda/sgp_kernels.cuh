@@ -171,20 +171,24 @@ template <int ALG> struct PathOrder {
     __host__ __device__ static constexpr bool last(int u) { return u + 1 == A::T || A::table.term[order.term[u + 1]].path != A::table.term[order.term[u]].path; }
 };
 
-/* A row of P values in shared memory padded to PW so that a warp reading one p at 32
- * consecutive columns hits 32 banks: PW odd for 4- and 8-byte values, PW = 2 mod 4 for
- * 2-byte ones (then each thread's value sits in its own 4-byte word's bank). Rows of P
- * values keep p an immediate offset from one address a thread. */
+/* A row of P values in shared memory padded to PW = E x (an odd number) >= P, E the
+ * elements of one vector load (16 bytes for 4- and 8-byte values, 8 for 2-byte ones): a
+ * thread reads its row with P / E vector loads, and a warp reading one vector at 32
+ * consecutive rows (a stride of an odd number of vectors) hits every bank once per phase. */
+template <class V> __host__ __device__ constexpr int path_vec() { return sizeof(V) == 2 ? 4 : 16 / (int)sizeof(V); }
 template <int P, class V> __host__ __device__ constexpr int padded_paths()
 {
-    return sizeof(V) == 2 ? P + ((2 - P % 4) + 4) % 4 : P + (P % 2 == 0);
+    constexpr int E = path_vec<V>(), m = (P + E - 1) / E;
+    return E * (m % 2 ? m : m + 1);
 }
 
-/* The type the weights are staged in: the backward's (issue-bound) staged copy is in the
- * compute type, so 2-byte weights are converted once a block, not at every use (-3% in
- * bf16); the forward keeps T, as twice the shared memory cost it more than the
- * conversions (bf16 Cl(3,0) 8192x1024: 80% -> 71% of copy). */
-template <class T, bool BWD> using Staged = std::conditional_t<BWD, typename Compute<T>::type, T>;
+/* The type the weights are staged in: the compute type (2-byte weights converted once a
+ * block, not at every use, and no conversion instructions in the issue-bound loops) in
+ * backward and, for 2-byte data, in the forward at D <= 4; the forward at D > 4 keeps T,
+ * as twice the shared memory cost it more than the conversions (bf16 Cl(3,0) 8192x1024:
+ * 80% -> 71% of copy). */
+template <class T, bool BWD, int D>
+using Staged = std::conditional_t<BWD || D <= 4, typename Compute<T>::type, T>;
 
 /* Where a thread's weights come from: the block's staged copy ws ([L][PW] of W; column
  * col = ch * tx * F + f * tx + thread for feature ch * tx * F + thread * F + f), or the
@@ -192,16 +196,37 @@ template <class T, bool BWD> using Staged = std::conditional_t<BWD, typename Com
  * are not stored). */
 template <int MODE, class T, int P, class W = T> struct Weights {
     using C = typename Compute<T>::type;
-    static constexpr int PW = padded_paths<P, W>();
+    static constexpr int PW = padded_paths<P, W>(), E = path_vec<W>();
     const T *__restrict__ w;
     const W *ws;
     int64_t N;
-    __device__ __forceinline__ C operator()(int p, int col, int64_t n) const
+    /* paths p0 .. p0 + E - 1 (p0 a multiple of E; values past P are padding) of column col */
+    __device__ __forceinline__ void vec(int p0, int col, int64_t n, C (&out)[E]) const
     {
-        if constexpr (MODE == kLong)
-            return load<T>(w[(n < N ? n : N - 1) * P + p]);
-        else
-            return load<W>(ws[col * PW + p]);
+        if constexpr (MODE == kLong) {
+            const int64_t r = (n < N ? n : N - 1) * P;
+#pragma unroll
+            for (int e = 0; e < E; ++e)
+                out[e] = p0 + e < P ? load<T>(w[r + p0 + e]) : C(0);
+        } else {
+            const Vec<W, E> v = *reinterpret_cast<const Vec<W, E> *>(ws + col * PW + p0);
+#pragma unroll
+            for (int e = 0; e < E; ++e)
+                out[e] = load<W>(v.v[e]);
+        }
+    }
+    /* all P weights of column col */
+    __device__ __forceinline__ void row(int col, int64_t n, C (&out)[P]) const
+    {
+#pragma unroll
+        for (int p0 = 0; p0 < P; p0 += E) {
+            C v[E];
+            vec(p0, col, n, v);
+#pragma unroll
+            for (int e = 0; e < E; ++e)
+                if (p0 + e < P)
+                    out[p0 + e] = v[e];
+        }
     }
 };
 
@@ -218,8 +243,8 @@ template <int ALG, class T, int F> struct Chunk {
     {
 #pragma unroll
         for (int f = 0; f < F; ++f) {
-            gx[f] = gate ? gelu_gate(x[0][f]) : C(1);
-            gy[f] = gate ? gelu_gate(y[0][f]) : C(1);
+            gx[f] = gate ? gate_of<T>(x[0][f]) : C(1);
+            gy[f] = gate ? gate_of<T>(y[0][f]) : C(1);
         }
     }
 
@@ -254,9 +279,7 @@ template <int ALG, class T, int F> struct Chunk {
 #pragma unroll
         for (int f = 0; f < F; ++f) {
             C wr[P];
-#pragma unroll
-            for (int p = 0; p < P; ++p)
-                wr[p] = wt(p, col0 + f * (int)blockDim.x, n0 + f);
+            wt.row(col0 + f * (int)blockDim.x, n0 + f, wr);
 #pragma unroll
             for (int j = 0; j < D; ++j)
                 o[j][f] = 0;
@@ -303,37 +326,39 @@ template <int ALG, class T, int F> struct Chunk {
 };
 
 /* Copy the (N, P) weights into shared memory as [L][PW] in the column order of Weights,
- * zeros past N. Reads are coalesced; done once per block, which then loops over many rows.
- * Each thread issues U loads before it stores any, so its P x L / threads elements (~20
- * for Cl(3,0) at N = 512) wait for one or two memory round trips, not one each. Ends with
- * a barrier. */
+ * zeros past N and past P. Reads are coalesced; done once per block, which then loops over
+ * many rows. Chunk by chunk (cs = blockDim.x * F features), so the column of an element
+ * takes only divisions by constants (a run-time division by blockDim.x cost ~30
+ * instructions an element, most of the block's start-up). Each thread issues U loads before
+ * it stores any, so its PW x L / threads elements wait for one or two memory round trips,
+ * not one each. Ends with a barrier. */
 template <int P, int F, class T, class W>
 __device__ __forceinline__ void stage_weights(const T *__restrict__ w, W *ws, int N, int L)
 {
-    constexpr int U = 16;
-    const int tx = blockDim.x, nthreads = blockDim.x * blockDim.y, cs = tx * F;
+    constexpr int U = 16, PW = padded_paths<P, W>();
+    const int tx = blockDim.x, nthreads = blockDim.x * blockDim.y, cs = tx * F, per = cs * PW;
     const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-    for (int i0 = tid; i0 < L * P; i0 += U * nthreads) {
-        T v[U];
+    for (int c0 = 0; c0 < L; c0 += cs)
+        for (int j0 = tid; j0 < per; j0 += U * nthreads) {
+            T v[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int i = i0 + u * nthreads;
-            v[u] = i < N * P ? w[i] : store<T>(0.0f);
-        }
+            for (int u = 0; u < U; ++u) {
+                const int j = j0 + u * nthreads, k = j / PW, p = j - k * PW, n = c0 + k;
+                v[u] = j < per && n < N && p < P ? w[n * P + p] : store<T>(0.0f);
+            }
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int i = i0 + u * nthreads;
-            if (i < L * P) {
-                const int n = i / P, p = i % P;
-                const int ch = n / cs, r = n - ch * cs;
-                W &dst = ws[(ch * cs + (r % F) * tx + r / F) * padded_paths<P, W>() + p];
-                if constexpr (std::is_same_v<W, T>)
-                    dst = v[u];
-                else
-                    dst = load<T>(v[u]);
+            for (int u = 0; u < U; ++u) {
+                const int j = j0 + u * nthreads, k = j / PW, p = j - k * PW;
+                if (j < per) {
+                    /* feature c0 + k is thread k / F's feature k % F: column f * tx + thread */
+                    W &dst = ws[(c0 + (k % F) * tx + k / F) * PW + p];
+                    if constexpr (std::is_same_v<W, T>)
+                        dst = v[u];
+                    else
+                        dst = load<T>(v[u]);
+                }
             }
         }
-    }
     __syncthreads();
 }
 
@@ -422,7 +447,7 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
     /* resident: stages [stages][2D][rows][L] after the staged weights */
     T *stages = RES ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
     const int S = (int)blockDim.y * lay.L, stage_elems = 2 * D * S;
-    using W = Staged<T, false>;
+    using W = Staged<T, false, D>;
     Weights<MODE, T, A::P, W> wt{w, MODE != kLong ? reinterpret_cast<const W *>(smem_raw + lay.ws_off) : nullptr, N};
 
     if constexpr (RES) {
@@ -539,7 +564,7 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
     const int L = lay.L;
     C *slot = partial + (int64_t)blockIdx.x * N * P; /* this block's weight-gradient partial */
     C *gacc = SHARED_ACC ? reinterpret_cast<C *>(smem_raw + lay.acc_off) : nullptr;
-    using W = Staged<T, true>;
+    using W = Staged<T, true, D>;
     Weights<MODE, T, P, W> wt{w, SHARED_ACC ? reinterpret_cast<const W *>(smem_raw + lay.ws_off) : nullptr, N};
     /* resident: x, y, grad_out of the next rows stream into [stages][3D][rows][L] while these
      * are computed */
@@ -695,24 +720,39 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
 #pragma unroll
                 for (int a = 0; a < D; ++a)
                     gxv[a][f] = gyv[a][f] = 0;
-                C wp = 0, gp = 0;
+                /* paths in order: E weights are loaded together (one vector) and EA
+                 * finished path sums update the shared accumulators together */
+                constexpr int E = decltype(wt)::E, EA = path_vec<C>();
+                C wv[E], gq[EA], gp = 0;
                 static_for<A::T>([&](auto u) {
                     constexpr int U = decltype(u)::value;
                     constexpr fc_term e = A::table.term[Order::order.term[U]];
                     if constexpr (Order::first(U)) {
-                        wp = wt(e.path, col, n);
+                        if constexpr (e.path % E == 0)
+                            wt.vec(e.path, col, n, wv);
                         gp = 0;
                     }
                     const C xi = c.x[e.i][f], yk = c.y[e.k][f], gj = go[e.j][f];
-                    const C sw = C(e.sign) * wp, gy_ = gj * yk;
+                    const C sw = C(e.sign) * wv[e.path % E], gy_ = gj * yk;
                     gxv[e.i][f] += sw * gy_;
                     gyv[e.k][f] += sw * (xi * gj);
                     gp += C(e.sign) * xi * gy_;
                     if constexpr (Order::last(U)) {
-                        if constexpr (SHARED_ACC)
-                            gacc[col * PA + e.path] += gp * gg;
-                        else if (n < N)
+                        if constexpr (SHARED_ACC) {
+                            gq[e.path % EA] = gp * gg;
+                            if constexpr (e.path % EA == EA - 1 || e.path == P - 1) {
+                                constexpr int p0 = e.path - e.path % EA;
+                                Vec<C, EA> &dst = *reinterpret_cast<Vec<C, EA> *>(gacc + col * PA + p0);
+                                Vec<C, EA> v = dst;
+#pragma unroll
+                                for (int q = 0; q < EA; ++q)
+                                    if (p0 + q < P)
+                                        v.v[q] += gq[q];
+                                dst = v;
+                            }
+                        } else if (n < N) {
                             slot[e.path * N + n] += gp * gg;
+                        }
                     }
                 });
                 /* gxg = gxv Phi(y0); MVGELU backward: gx_i = gxg_i Phi(x0), + phi(x0) sum_k gxg_k x_k at i = 0 */

@@ -148,7 +148,7 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     /* the row groups' reduction scratch, at the start of shared memory */
     auto scratch = [&](int ty) { return align16((size_t)ty * (c.tx / 32) * (BWD ? 2 : 1) * A::G * sizeof(C)); };
     auto accumulators = [&](int ty) { return BWD ? (size_t)ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0; };
-    using W = Staged<T, BWD>;
+    using W = Staged<T, BWD, D>;
     const size_t ws = c.lay.L ? (size_t)padded_paths<P, W>() * c.lay.L * sizeof(W) : 0;
     size_t used = scratch(c.ty);
     c.mode = kLong;
