@@ -163,9 +163,10 @@ def run_parser():
     )
     p.add_argument(
         "--cache",
-        choices=["flush", "warm"],
+        choices=["flush", "flush-dirty", "warm"],
         default="flush",
-        help="cuda: flush the L2 before each repetition (default) or leave it warm",
+        help="cuda: flush the L2 before each repetition by reading a larger buffer (default), "
+        "by zeroing one (leaves dirty lines whose write-back is timed), or leave it warm",
     )
     p.add_argument("--no-check", action="store_true", help="skip the float64 correctness check")
     p.add_argument("--no-host", action="store_true", help="skip the host-overhead measurement")

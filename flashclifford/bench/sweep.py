@@ -315,8 +315,8 @@ class Sweep:
 
     def run(self):
         s, torch = self.s, self.torch
-        if self.cuda and s.cache == "flush":
-            self.flush = timing.Flusher(torch, torch.cuda.current_device())
+        if self.cuda and s.cache in ("flush", "flush-dirty"):
+            self.flush = timing.Flusher(torch, torch.cuda.current_device(), dirty=s.cache == "flush-dirty")
         self.log("measuring copy bandwidth ...")
         self.copy_bw = timing.copy_bandwidth(torch, self.cuda, s.copy_gib)
         self.meta["copy_bandwidth"] = self.copy_bw

@@ -2,8 +2,12 @@
 
 Device time (``measure``)
   GPU: one pair of CUDA events around each repetition. Before each repetition the L2 is
-  flushed by zeroing a buffer larger than it (cache="flush", the default), so a repetition
+  flushed by reading a buffer larger than it (cache="flush", the default), so a repetition
   reads its inputs from HBM as a layer in a network would; cache="warm" skips the flush.
+  cache="flush-dirty" flushes by zeroing the buffer instead (Triton's do_bench, NVBench):
+  that leaves the L2 full of dirty lines, whose write-back then lands inside the timed call
+  (H100: torch.add over 3 x 16 MiB reaches 72% of the copy bandwidth after a zeroing
+  flush, 100% after a reading one), so short calls are charged for the flush's traffic.
   After the flush a spin kernel (torch.cuda._sleep) holds the stream for 1.5 times the
   wall time of one warm-up call, so the whole call (every kernel autograd launches) is
   queued before the start event runs: the events time the GPU's work alone, back to back,
@@ -65,16 +69,22 @@ class Timing:
 
 
 class Flusher:
-    """Zeroes a buffer twice the L2 size (at least 256 MiB, as Triton's do_bench does)."""
+    """Reads a buffer twice the L2 size (at least 256 MiB, as Triton's do_bench uses), so
+    the L2 holds only clean lines of it; dirty=True zeroes the buffer instead (see the
+    module docstring for why that is not the default)."""
 
-    def __init__(self, torch, device):
+    def __init__(self, torch, device, dirty=False):
         props = torch.cuda.get_device_properties(device)
         l2 = getattr(props, "L2_cache_size", 0) or 0
         self.nbytes = max(256 * 2**20, 2 * l2)
-        self.buf = torch.empty(self.nbytes // 4, dtype=torch.int32, device=device)
+        self.buf = torch.zeros(self.nbytes // 4, dtype=torch.int32, device=device)
+        self.dirty = dirty
 
     def __call__(self):
-        self.buf.zero_()
+        if self.dirty:
+            self.buf.zero_()
+        else:
+            self.buf.max()  # a reduction: reads every line, writes one value
 
 
 def _noop():
