@@ -17,15 +17,15 @@
  *               stages with cp.async (two by default: the next rows land while these are
  *               computed), the weights and the backward's weight-gradient sums live in
  *               shared memory; every access is 32-bit shared addressing.
- *
- * The row groups of a block synchronise only among themselves (named barrier 1 + y), so a
- * block is several independent rows sharing one staged copy of the weights.
  *   kLongShared rows longer than a row group, or without a stage piece (odd N in 2-byte
  *               types): inputs read from global memory (twice when a row spans several
  *               chunks, and always in backward), the weights and the backward's
  *               weight-gradient sums in shared memory.
  *   kLong       anything else (very long rows): global weights, and the backward's block
  *               slot in global memory as its accumulator. All offsets are 64-bit.
+ *
+ * The row groups of a block synchronise only among themselves (named barrier 1 + y), so a
+ * block is several independent rows sharing one staged copy of the weights.
  */
 #pragma once
 
@@ -769,9 +769,9 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
                                 Vec<C, EA> &dst = *reinterpret_cast<Vec<C, EA> *>(gacc + col * PA + p0);
                                 Vec<C, EA> v = dst;
 #pragma unroll
-                                for (int q = 0; q < EA; ++q)
-                                    if (p0 + q < P)
-                                        v.v[q] += gq[q];
+                                for (int k = 0; k < EA; ++k)
+                                    if (p0 + k < P)
+                                        v.v[k] += gq[k];
                                 dst = v;
                             }
                         } else if (n < N) {
@@ -779,9 +779,9 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
                         }
                     }
                 });
-                /* gxg = gxv Phi(y0); MVGELU backward: gx_i = gxg_i Phi(x0), + phi(x0) sum_k gxg_k x_k at i = 0 */
-                /* both gates scale every component: one multiply by their product (the sums
-                 * for the gate derivative take the missing gate once) */
+                /* gxg = gxv Phi(y0); MVGELU backward: gx_i = gxg_i Phi(x0), + phi(x0) sum_k gxg_k x_k
+                 * at i = 0. Both gates scale every component, so one multiply by their product;
+                 * the sum takes Phi(y0) once. */
                 C sx = 0, sy = 0;
 #pragma unroll
                 for (int a = 0; a < D; ++a) {
