@@ -1,8 +1,9 @@
 """CUDA SGP on a GPU (marked `gpu`; skipped without one): the CPU test matrix on CUDA against
 the float64 einsum, CUDA vs CPU backend, long rows (the two-pass path), determinism, side
 streams and stream ordering, CUDA graphs, DLPack results, misaligned inputs (and the narrow
-stage pieces they select), odd 2-byte rows (the long kernels with short row groups), the
-single-stage mode, OOM, cuda:1."""
+stage pieces they select), odd 2-byte rows (the long kernels with short row groups), 2-byte
+rows of eight components (two features a thread where resident), the single-stage mode, OOM,
+cuda:1."""
 
 import os
 import subprocess
@@ -154,6 +155,19 @@ def test_odd_rows_in_two_byte_types_take_the_long_kernels(dtype, shape):
     check(fc.Algebra(3), shape, dtype, True, seed=shape[1])
 
 
+@pytest.mark.parametrize("shape", [(300, 64), (200, 510), (40, 1024)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_two_byte_rows_of_eight_components(dtype, shape):
+    # resident 2-byte Cl(3,0) backward rows take 2 features a thread (a row of 510 on 256
+    # threads; x, y and grad_out read again from the stage after the row reduction) where a
+    # prefetch stage fits; at N = 1024 it does not, and the long kernels take 1 a thread
+    B, N = shape
+    alg = fc.Algebra(3)
+    tx, _, _, mode, _, _ = fc._C._sgp_config(True, alg.id, str(dtype).split(".")[1], B, N)
+    assert (tx, mode) == ((256, 0) if N == 510 else (512, 1) if N == 1024 else (32, 0))
+    check(alg, shape, dtype, True, seed=N)
+
+
 def test_single_stage_mode_matches_the_reference():
     """FLASHCLIFFORD_SGP_PIPE=0 (read once per process): one input stage, no prefetch ahead, the
     path resident rows also take when two stages do not fit in shared memory."""
@@ -180,7 +194,7 @@ def test_single_stage_mode_matches_the_reference():
 @pytest.mark.parametrize(
     "alg_id, dtype, B, N",
     [(1, torch.float32, 20011, 96), (0, torch.bfloat16, 30011, 128), (2, torch.float16, 9001, 64),
-     (1, torch.float64, 6007, 40)],
+     (1, torch.float64, 6007, 40), (1, torch.bfloat16, 20011, 96)],
     ids=str,
 )
 def test_every_resident_launch_shape_gives_the_same_rows(alg_id, dtype, B, N):

@@ -43,6 +43,7 @@ constexpr int kMaxRowThreads = 1024;
 constexpr int kMaxRowGroups = 8; /* rows a block: named barriers 1 .. 8, one a row group */
 constexpr int kMaxStages = 4;    /* input stages of the resident kernels: up to 3 rows ahead */
 constexpr int kDefaultStages = 2; /* more measured no faster on the H100 (benchmarks/NOTES.md v3.4) */
+
 enum Mode { kResident = 0, kLongShared = 1, kLong = 2 };
 
 /* Features per thread: 16-byte loads for fp32, and for bf16/fp16 at D <= 4 (8 bytes above) in forward;
@@ -51,7 +52,13 @@ template <int D, class T> constexpr int fwd_features()
 {
     return sizeof(T) == 8 ? 2 : sizeof(T) == 2 && D <= 4 ? 8 : (D <= 8 ? 4 : 2);
 }
-template <int D, class T> constexpr int bwd_features() { return D <= 4 && sizeof(T) < 8 ? 2 : 1; }
+/* Resident 2-byte rows of 8 components take 2 as well: a 256-thread row group a row of 512,
+ * two rows a multiprocessor, so one row's reduction barrier no longer stalls every warp of it
+ * (benchmarks/NOTES.md v3.6); the long modes keep 1 (2 would spill). */
+template <int D, class T, int MODE> constexpr int bwd_features()
+{
+    return (D <= 4 && sizeof(T) < 8) || (D <= 8 && sizeof(T) == 2 && MODE == kResident) ? 2 : 1;
+}
 /* Backward threads a block may have: 512 caps registers at 128 (spill-free for 4- and 2-byte
  * data up to D = 8), so rows of 512 features stay resident with 16 warps a multiprocessor;
  * 16 components need 168 (384 threads). */
@@ -271,13 +278,17 @@ template <int ALG, class T, int F> struct Chunk {
 
     /* From a shared stage: st points at this thread's features of x's component 0, S is the
      * component stride; y follows x's D components. Padding past N holds zeros. */
-    __device__ __forceinline__ void load_stage(const T *st, int S, int gate)
+    __device__ __forceinline__ void load_stage_values(const T *st, int S)
     {
 #pragma unroll
         for (int i = 0; i < D; ++i) {
             load_staged<T, F>(st + i * S, x[i]);
             load_staged<T, F>(st + (D + i) * S, y[i]);
         }
+    }
+    __device__ __forceinline__ void load_stage(const T *st, int S, int gate)
+    {
+        load_stage_values(st, S);
         gates(gate);
     }
 
@@ -570,10 +581,15 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
     using Order = PathOrder<ALG>;
     constexpr int D = A::D, G = A::G, P = A::P;
     constexpr bool RES = MODE == kResident, SHARED_ACC = MODE != kLong;
+    /* two features a thread at eight components: x, y, grad_out and o together would not fit
+     * 128 registers across the row reduction, so x, y and grad_out are read again */
+    constexpr bool RELOAD = RES && F >= 2 && D >= 8;
     constexpr int PA = padded_paths<P, C>(); /* accumulator rows [L][PA] */
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int warps = blockDim.x >> 5;
-    C *red = reinterpret_cast<C *>(smem_raw) + threadIdx.y * warps * 2 * G;
+    /* the row group's two reduction scratch areas, used in turn (no barrier after the sum) */
+    C *red = reinterpret_cast<C *>(smem_raw) + threadIdx.y * 2 * warps * 2 * G;
+    int turn = 0;
     const int tx = blockDim.x, tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t BN = B * N;
@@ -677,13 +693,14 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
 #pragma unroll
                 for (int g = 0; g < G; ++g)
                     dots[g] = red_v[g];
-                group_sum_runtime(dots, red, warp, lane, warps, RowBarrier{});
+                group_sum_runtime(dots, red + turn * warps * 2 * G, warp, lane, warps, RowBarrier{}, false);
 #pragma unroll
                 for (int g = 0; g < G; ++g)
                     red_v[g] = dots[g];
             } else {
-                group_sum_runtime(red_v, red, warp, lane, warps, RowBarrier{});
+                group_sum_runtime(red_v, red + turn * warps * 2 * G, warp, lane, warps, RowBarrier{}, false);
             }
+            turn ^= 1;
             const C inv_n = C(1) / C(N); /* N > 0 here */
 #pragma unroll
             for (int g = 0; g < G; ++g) {
@@ -698,11 +715,16 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
             const int64_t n0 = ch * chunk_stride + (int64_t)threadIdx.x * F;
             if (!(valid && n0 < N))
                 continue;
-            /* resident rows keep x, y, o and grad_out in registers across the reduction (F is
-             * small enough for that); longer rows read them again, from L2 mostly */
-            if (!RES || !normalize) {
+            /* resident rows keep o and the gates in registers across the reduction, and x, y
+             * and grad_out too unless RELOAD (then read again from the stage, which the next
+             * prefetch overwrites only after the next iteration's barrier); longer rows read
+             * them again, from L2 mostly */
+            if (!RES || !normalize || RELOAD) {
                 if constexpr (RES) {
-                    c.load_stage(cur, S, gate);
+                    if (RELOAD && normalize)
+                        c.load_stage_values(cur, S);
+                    else
+                        c.load_stage(cur, S, gate);
 #pragma unroll
                     for (int a = 0; a < D; ++a)
                         load_staged<T, F>(cur + (2 * D + a) * S, go[a]);
@@ -712,7 +734,7 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
                     for (int a = 0; a < D; ++a)
                         load_chunk<T, F>(gout + a * BN + row, n0, N, vec, go[a]);
                 }
-                if (normalize)
+                if (!RES && normalize)
                     c.product(wt, (int)(ch * chunk_stride) + (int)threadIdx.x, n0);
             }
             if (normalize) {
@@ -795,8 +817,8 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
                     gyv[a][f] *= g2;
                 }
                 if (gate) {
-                    gxv[0][f] += sx * c.gy[f] * gelu_gate_grad(c.x[0][f]);
-                    gyv[0][f] += sy * c.gx[f] * gelu_gate_grad(c.y[0][f]);
+                    gxv[0][f] += sx * c.gy[f] * gate_grad_of<T>(c.x[0][f]);
+                    gyv[0][f] += sy * c.gx[f] * gate_grad_of<T>(c.y[0][f]);
                 }
             }
 #pragma unroll

@@ -105,7 +105,7 @@ template <int ALG, class T, bool BWD, int MODE> constexpr auto kernel()
 {
     using A = AlgebraTraits<ALG>;
     if constexpr (BWD)
-        return sgp_backward_kernel<ALG, T, bwd_features<A::D, T>(), MODE>;
+        return sgp_backward_kernel<ALG, T, bwd_features<A::D, T, MODE>(), MODE>;
     else
         return sgp_forward_kernel<ALG, T, fwd_features<A::D, T>(), MODE>;
 }
@@ -113,13 +113,25 @@ template <int ALG, class T, bool BWD, int MODE> constexpr auto kernel()
 /* Elements per cp.async piece of the stages: the widest of 16 bytes (backward: pieces shared
  * by a row's threads) or F elements (forward: each thread copies its own features), else
  * 4 bytes, that N and the inputs' alignment allow; 0 when none does (then no stages). */
-template <class T, bool BWD> constexpr int widest_piece(int F) { return BWD ? 16 / (int)sizeof(T) : F; }
+template <class T, bool BWD> constexpr int widest_piece(int F = 0) { return BWD ? 16 / (int)sizeof(T) : F; }
 template <class T> constexpr int narrowest_piece() { return sizeof(T) >= 4 ? 1 : 4 / (int)sizeof(T); }
 
-/* E: the stage piece the inputs allow (0: none). Resident rows need their stages (at least
- * one), staged weights and, in backward, the weight-gradient sums in shared memory; rows
- * that do not fit take kLongShared (when the weights, and in backward the sums, fit) or kLong. */
-template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device, int E)
+/* Features a thread of the given mode's kernel holds. */
+template <int ALG, class T, bool BWD> constexpr int features(int mode)
+{
+    constexpr int D = AlgebraTraits<ALG>::D;
+    if constexpr (BWD)
+        return mode == kResident ? bwd_features<D, T, kResident>() : bwd_features<D, T, kLong>();
+    else
+        return fwd_features<D, T>();
+}
+
+/* E: the stage piece the inputs allow (0: none), F: the features a thread (the row's threads
+ * follow). Resident rows (where `resident`) need their stages (at least one), staged weights
+ * and, in backward, the weight-gradient sums in shared memory; rows that do not fit take
+ * kLongShared (when the weights, and in backward the sums, fit) or kLong. */
+template <int ALG, class T, bool BWD>
+Config make_config_with(int64_t B, int64_t N, int device, int E, int F, bool resident)
 {
     using A = AlgebraTraits<ALG>;
     using C = typename Compute<T>::type;
@@ -128,7 +140,7 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     const size_t limit = (size_t)dev.smem_per_block;
     Config c{};
     c.device = device;
-    c.F = BWD ? bwd_features<D, T>() : fwd_features<D, T>();
+    c.F = F;
     const int64_t need = (N + c.F - 1) / c.F; /* threads for a resident row */
     /* threads a row may use: registers (the fewest of the kernels) and, in backward, the
      * shared weight-gradient accumulators (F * P values a thread) */
@@ -145,14 +157,15 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     const int64_t cs = (int64_t)c.tx * c.F;
     const int64_t L = (N + cs - 1) / cs * cs;
     c.lay.L = L < INT32_MAX ? (int)L : 0;
-    /* the row groups' reduction scratch, at the start of shared memory */
-    auto scratch = [&](int ty) { return align16((size_t)ty * (c.tx / 32) * (BWD ? 2 : 1) * A::G * sizeof(C)); };
+    /* the row groups' reduction scratch, at the start of shared memory (backward: two areas
+     * each, used in turn) */
+    auto scratch = [&](int ty) { return align16((size_t)ty * (c.tx / 32) * (BWD ? 4 : 1) * A::G * sizeof(C)); };
     auto accumulators = [&](int ty) { return BWD ? (size_t)ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0; };
     using W = Staged<T, BWD, D>;
     const size_t ws = c.lay.L ? (size_t)padded_paths<P, W>() * c.lay.L * sizeof(W) : 0;
     size_t used = scratch(c.ty);
     c.mode = kLong;
-    if (need <= most && E && c.lay.L) {
+    if (resident && need <= most && E && c.lay.L) {
         /* Resident: pick rows a block (ty) and stages (S) over the whole device, measured
          * on the H100 (benchmarks/tune_sgp.py, NOTES.md v3.4): a prefetch stage first (S = 2
          * where it fits), then the most resident warps, then the most multiprocessors busy,
@@ -226,6 +239,18 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     return c;
 }
 
+/* The launch shape of a call. Where the resident kernel holds more features a thread than
+ * the long ones, it is taken only with a prefetch stage (S >= 2; one stage would leave each
+ * row's loads exposed), else the long modes' shape (never resident: that kernel's F is FR). */
+template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device, int E)
+{
+    constexpr int FR = features<ALG, T, BWD>(kResident), FL = features<ALG, T, BWD>(kLong);
+    Config c = make_config_with<ALG, T, BWD>(B, N, device, E, FR, true);
+    if (FR != FL && !(c.mode == kResident && c.lay.stages >= 2))
+        c = make_config_with<ALG, T, BWD>(B, N, device, E, FL, false);
+    return c;
+}
+
 inline bool aligned(const void *p, size_t bytes) { return p == nullptr || ((uintptr_t)p % bytes) == 0; }
 
 /* cudaFuncSetAttribute once per kernel: the opt-in maximum of dynamic shared memory. */
@@ -268,7 +293,7 @@ fc_status launch(const Config &cfg, cudaStream_t stream, Args... args)
     return go(integral_constant<decltype(kernel<ALG, T, BWD, kLong>()), kernel<ALG, T, BWD, kLong>()>{});
 }
 
-template <class T, int F> bool vec_ok(int64_t N, std::initializer_list<const void *> ptrs)
+template <class T> bool vec_ok(int F, int64_t N, std::initializer_list<const void *> ptrs)
 {
     if (N % F)
         return false;
@@ -295,7 +320,7 @@ template <int ALG, class T> fc_status forward(const fc_args *a, cudaStream_t str
 {
     using C = typename Compute<T>::type;
     constexpr int F = fwd_features<AlgebraTraits<ALG>::D, T>();
-    const bool vec = vec_ok<T, F>(a->N_in, {a->x, a->y, a->out});
+    const bool vec = vec_ok<T>(F, a->N_in, {a->x, a->y, a->out});
     const int E = stage_piece<T>(widest_piece<T, false>(F), a->N_in, {a->x, a->y});
     const Config cfg = make_config<ALG, T, false>(a->B, a->N_in, a->device, E);
     return launch<ALG, T, false>(cfg, stream, (const T *)a->x, (const T *)a->y, (const T *)a->weight, (T *)a->out,
@@ -305,13 +330,12 @@ template <int ALG, class T> fc_status forward(const fc_args *a, cudaStream_t str
 template <int ALG, class T> size_t partial_bytes(const fc_args *a)
 {
     using C = typename Compute<T>::type;
-    constexpr int F = bwd_features<AlgebraTraits<ALG>::D, T>();
     if (a->B == 0 || a->N_in == 0)
         return 0;
     /* one slot a block of the grid that aligned inputs get; inputs whose alignment selects
      * another mode run with at most that many blocks (backward() clamps the grid: blocks
      * loop over the rows, so any grid is correct), so the size depends on the shapes only */
-    const int E = stage_piece<T>(widest_piece<T, true>(F), a->N_in, {});
+    const int E = stage_piece<T>(widest_piece<T, true>(), a->N_in, {});
     const int64_t grid = make_config<ALG, T, true>(a->B, a->N_in, a->device, E).grid;
     return (size_t)grid * (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(C);
 }
@@ -320,8 +344,7 @@ template <int ALG, class T> size_t partial_bytes(const fc_args *a)
 template <int ALG, class T> fc_status config(const fc_args *a, int bwd, long long out[6])
 {
     constexpr int D = AlgebraTraits<ALG>::D;
-    const int F = bwd ? bwd_features<D, T>() : fwd_features<D, T>();
-    const int E = stage_piece<T>(bwd ? widest_piece<T, true>(F) : widest_piece<T, false>(F), a->N_in, {});
+    const int E = stage_piece<T>(bwd ? widest_piece<T, true>() : widest_piece<T, false>(fwd_features<D, T>()), a->N_in, {});
     const Config c = bwd ? make_config<ALG, T, true>(a->B, a->N_in, a->device, E)
                          : make_config<ALG, T, false>(a->B, a->N_in, a->device, E);
     const long long v[6] = {c.tx, c.ty, c.mode == kResident ? c.lay.stages : 0, c.mode, c.grid, (long long)c.lay.total};
@@ -334,7 +357,6 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
 {
     using C = typename Compute<T>::type;
     constexpr int P = AlgebraTraits<ALG>::P;
-    constexpr int F = bwd_features<AlgebraTraits<ALG>::D, T>();
     if (a->B == 0) {
         if (a->grad_weight)
             FC_CUDA_CHECK(cudaMemsetAsync(a->grad_weight, 0, (size_t)a->N_in * P * sizeof(T), stream));
@@ -347,9 +369,10 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
         fc_set_error("workspace: expected at least %zu bytes, got %zu", need, a->workspace_bytes);
         return FC_ERR_VALUE;
     }
-    const bool vec = vec_ok<T, F>(a->N_in, {a->x, a->y, a->grad_out, a->grad_x, a->grad_y});
-    const int E = stage_piece<T>(widest_piece<T, true>(F), a->N_in, {a->x, a->y, a->grad_out});
+    const int E = stage_piece<T>(widest_piece<T, true>(), a->N_in, {a->x, a->y, a->grad_out});
     Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, E);
+    /* the features a thread depend on the mode picked */
+    const bool vec = vec_ok<T>(cfg.F, a->N_in, {a->x, a->y, a->grad_out, a->grad_x, a->grad_y});
     /* at most the slots partial_bytes sized (not the bytes given: results must not depend on them) */
     cfg.grid = std::min<int64_t>(cfg.grid, (int64_t)(need / ((size_t)a->N_in * P * sizeof(C))));
     C *partial = (C *)a->workspace;
