@@ -155,16 +155,22 @@ def test_odd_rows_in_two_byte_types_take_the_long_kernels(dtype, shape):
     check(fc.Algebra(3), shape, dtype, True, seed=shape[1])
 
 
-@pytest.mark.parametrize("shape", [(300, 64), (200, 510), (40, 1024)])
+@pytest.mark.parametrize("shape", [(300, 64), (200, 510), (40, 1024), (6, 2048)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_two_byte_rows_of_eight_components(dtype, shape):
     # resident 2-byte Cl(3,0) backward rows take 2 features a thread (a row of 510 on 256
-    # threads; x, y and grad_out read again from the stage after the row reduction) where a
-    # prefetch stage fits; at N = 1024 it does not, and the long kernels take 1 a thread
+    # threads; x, y and grad_out read again from the stage after the row reduction; weights
+    # staged in the data type) where a prefetch stage fits: N = 1024 on 512 threads with 227
+    # KB of shared memory (H100); at N = 2048 the long kernels take 1 a thread
     B, N = shape
     alg = fc.Algebra(3)
     tx, _, _, mode, _, _ = fc._C._sgp_config(True, alg.id, str(dtype).split(".")[1], B, N)
-    assert (tx, mode) == ((256, 0) if N == 510 else (512, 1) if N == 1024 else (32, 0))
+    if N <= 510:
+        assert (tx, mode) == (32 if N == 64 else 256, 0)
+    elif N == 1024:
+        assert tx == 512
+    else:
+        assert (tx, mode != 0) == (512, True)
     check(alg, shape, dtype, True, seed=N)
 
 
@@ -200,8 +206,11 @@ def test_single_stage_mode_matches_the_reference():
 def test_every_resident_launch_shape_gives_the_same_rows(alg_id, dtype, B, N):
     """Rows a block (named barriers per row group) and input stages (the ring of 1-4 stages)
     change how rows are scheduled, never a row's arithmetic: out, grad x, grad y bitwise equal
-    to the default shape's under every shape that fits (forced with the tuning override);
-    grad weight (partials summed per block) close. Enough rows that the ring wraps."""
+    to the default shape's under every resident shape that fits (forced with the tuning
+    override); grad weight (partials summed per block) close. Enough rows that the ring wraps.
+    A pass whose forced shape is not resident (the 2-byte Cl(3,0) backward falls back to the
+    long kernels, another number of features a thread and so another summation order, when
+    the shape leaves it one stage) is only compared within the dtype's bound."""
     alg = ALGEBRAS[alg_id].values[0]
     x, y, w = make(alg, (B, N), dtype, 11)
     g = torch.randn_like(x)
@@ -219,13 +228,17 @@ def test_every_resident_launch_shape_gives_the_same_rows(alg_id, dtype, B, N):
             for stages in range(1, 5):
                 fc._C._sgp_shape_override(ty, stages)
                 cfgs = [fc._C._sgp_config(b, alg.id, dt, B, N) for b in (False, True)]
-                if not any(c[3] == 0 and (c[1], c[2]) == (ty, stages) for c in cfgs):
+                forced = [c[3] == 0 and (c[1], c[2]) == (ty, stages) for c in cfgs]
+                if not any(forced):
                     continue
                 shapes.add((ty, stages))
                 got = run()
-                for k in range(3):
-                    assert torch.equal(got[k], ref[k]), (ty, stages, k)
                 tol = {torch.float64: 1e-12, torch.float32: 1e-5}.get(dtype, 2e-2)
+                for k in range(3):
+                    if forced[k > 0]:
+                        assert torch.equal(got[k], ref[k]), (ty, stages, k)
+                    else:
+                        assert rel_err(np64(got[k]), np64(ref[k])) <= tol, (ty, stages, k)
                 assert rel_err(np64(got[3]), np64(ref[3])) <= tol, (ty, stages)
     finally:
         fc._C._sgp_shape_override(0, 0)

@@ -203,9 +203,10 @@ template <int P, class V> __host__ __device__ constexpr int padded_paths()
  * block, not at every use, and no conversion instructions in the issue-bound loops) in
  * backward and, for 2-byte data, in the forward at D <= 4; the forward at D > 4 keeps T,
  * as twice the shared memory cost it more than the conversions (bf16 Cl(3,0) 8192x1024:
- * 80% -> 71% of copy). */
-template <class T, bool BWD, int D>
-using Staged = std::conditional_t<BWD || D <= 4, typename Compute<T>::type, T>;
+ * 80% -> 71% of copy). So does the backward of 2-byte rows of eight components at 2
+ * features a thread: with float weights a row of 1024 and two stages would not fit. */
+template <class T, bool BWD, int D, int F>
+using Staged = std::conditional_t<BWD ? !(sizeof(T) == 2 && D >= 8 && F >= 2) : D <= 4, typename Compute<T>::type, T>;
 
 /* Where a thread's weights come from: the block's staged copy ws ([L][PW] of W; column
  * col = ch * tx * F + f * tx + thread for feature ch * tx * F + thread * F + f), or the
@@ -476,7 +477,7 @@ __global__ void __launch_bounds__(fwd_block_bound<AlgebraTraits<ALG>::D, T>()) s
     /* resident: stages [stages][2D][rows][L] after the staged weights */
     T *stages = RES ? reinterpret_cast<T *>(smem_raw + lay.pipe_off) : nullptr;
     const int S = (int)blockDim.y * lay.L, stage_elems = 2 * D * S;
-    using W = Staged<T, false, D>;
+    using W = Staged<T, false, D, F>;
     Weights<MODE, T, A::P, W> wt{w, MODE != kLong ? reinterpret_cast<const W *>(smem_raw + lay.ws_off) : nullptr, N};
 
     if constexpr (RES) {
@@ -598,7 +599,7 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
     const int L = lay.L;
     C *slot = partial + (int64_t)blockIdx.x * N * P; /* this block's weight-gradient partial */
     C *gacc = SHARED_ACC ? reinterpret_cast<C *>(smem_raw + lay.acc_off) : nullptr;
-    using W = Staged<T, true, D>;
+    using W = Staged<T, true, D, F>;
     Weights<MODE, T, P, W> wt{w, SHARED_ACC ? reinterpret_cast<const W *>(smem_raw + lay.ws_off) : nullptr, N};
     /* resident: x, y, grad_out of the next rows stream into [stages][3D][rows][L] while these
      * are computed */

@@ -161,8 +161,12 @@ Config make_config_with(int64_t B, int64_t N, int device, int E, int F, bool res
      * each, used in turn) */
     auto scratch = [&](int ty) { return align16((size_t)ty * (c.tx / 32) * (BWD ? 4 : 1) * A::G * sizeof(C)); };
     auto accumulators = [&](int ty) { return BWD ? (size_t)ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0; };
-    using W = Staged<T, BWD, D>;
-    const size_t ws = c.lay.L ? (size_t)padded_paths<P, W>() * c.lay.L * sizeof(W) : 0;
+    /* a column of staged weights, in the type the kernel of F features a thread stages */
+    constexpr int FR = features<ALG, T, BWD>(kResident), FL = features<ALG, T, BWD>(kLong);
+    using WR = Staged<T, BWD, D, FR>;
+    using WL = Staged<T, BWD, D, FL>;
+    const size_t column = F == FR ? padded_paths<P, WR>() * sizeof(WR) : padded_paths<P, WL>() * sizeof(WL);
+    const size_t ws = c.lay.L ? column * c.lay.L : 0;
     size_t used = scratch(c.ty);
     c.mode = kLong;
     if (resident && need <= most && E && c.lay.L) {
