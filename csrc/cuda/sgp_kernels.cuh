@@ -52,12 +52,15 @@ template <int D, class T> constexpr int fwd_features()
 {
     return sizeof(T) == 8 ? 2 : sizeof(T) == 2 && D <= 4 ? 8 : (D <= 8 ? 4 : 2);
 }
-/* Resident 2-byte rows of 8 components take 2 as well: a 256-thread row group a row of 512,
- * two rows a multiprocessor, so one row's reduction barrier no longer stalls every warp of it
- * (benchmarks/NOTES.md v3.6); the long modes keep 1 (2 would spill). */
+/* The resident backward of 2-byte data also comes twice as wide (4 at D <= 4, 2 at D = 8):
+ * half the threads a row, so twice the rows a multiprocessor (one row's reduction barrier no
+ * longer stalls every warp of it) and half the row reduction a feature (benchmarks/NOTES.md
+ * v3.6); the launch takes it unless the narrow one keeps more warps resident. The long modes
+ * keep the narrow width (the wide one would spill). */
 template <int D, class T, int MODE> constexpr int bwd_features()
 {
-    return (D <= 4 && sizeof(T) < 8) || (D <= 8 && sizeof(T) == 2 && MODE == kResident) ? 2 : 1;
+    constexpr int narrow = D <= 4 && sizeof(T) < 8 ? 2 : 1;
+    return MODE == kResident && sizeof(T) == 2 && D <= 8 ? 2 * narrow : narrow;
 }
 /* Backward threads a block may have: 512 caps registers at 128 (spill-free for 4- and 2-byte
  * data up to D = 8), so rows of 512 features stay resident with 16 warps a multiprocessor;
@@ -582,9 +585,9 @@ __global__ void __launch_bounds__(bwd_block_bound<AlgebraTraits<ALG>::D, T>())
     using Order = PathOrder<ALG>;
     constexpr int D = A::D, G = A::G, P = A::P;
     constexpr bool RES = MODE == kResident, SHARED_ACC = MODE != kLong;
-    /* two features a thread at eight components: x, y, grad_out and o together would not fit
-     * 128 registers across the row reduction, so x, y and grad_out are read again */
-    constexpr bool RELOAD = RES && F >= 2 && D >= 8;
+    /* the wide kernels (F x D = 16): x, y, grad_out and o together would not fit 128
+     * registers across the row reduction, so x, y and grad_out are read again */
+    constexpr bool RELOAD = RES && F >= 2 && F * D >= 16;
     constexpr int PA = padded_paths<P, C>(); /* accumulator rows [L][PA] */
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int warps = blockDim.x >> 5;

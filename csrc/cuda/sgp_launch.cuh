@@ -26,6 +26,7 @@ struct Config {
     Layout lay;
     int64_t grid;
     int device;
+    int64_t rank[3]; /* resident: prefetch stage, resident warps, multiprocessors busy */
 };
 
 /* Per kernel, once: its attributes (register use decides the threads a block may have) and
@@ -101,13 +102,12 @@ inline void set_shape_override(int rows, int stages)
 
 inline size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
-template <int ALG, class T, bool BWD, int MODE> constexpr auto kernel()
+template <int ALG, class T, bool BWD, int MODE, int F> constexpr auto kernel()
 {
-    using A = AlgebraTraits<ALG>;
     if constexpr (BWD)
-        return sgp_backward_kernel<ALG, T, bwd_features<A::D, T, MODE>(), MODE>;
+        return sgp_backward_kernel<ALG, T, F, MODE>;
     else
-        return sgp_forward_kernel<ALG, T, fwd_features<A::D, T>(), MODE>;
+        return sgp_forward_kernel<ALG, T, F, MODE>;
 }
 
 /* Elements per cp.async piece of the stages: the widest of 16 bytes (backward: pieces shared
@@ -116,23 +116,25 @@ template <int ALG, class T, bool BWD, int MODE> constexpr auto kernel()
 template <class T, bool BWD> constexpr int widest_piece(int F = 0) { return BWD ? 16 / (int)sizeof(T) : F; }
 template <class T> constexpr int narrowest_piece() { return sizeof(T) >= 4 ? 1 : 4 / (int)sizeof(T); }
 
-/* Features a thread of the given mode's kernel holds. */
-template <int ALG, class T, bool BWD> constexpr int features(int mode)
+/* Features a thread: the wide width exists for resident rows only (the backward of 2-byte
+ * data), the narrow one for every mode. */
+template <int ALG, class T, bool BWD> constexpr int wide_features()
 {
-    constexpr int D = AlgebraTraits<ALG>::D;
-    if constexpr (BWD)
-        return mode == kResident ? bwd_features<D, T, kResident>() : bwd_features<D, T, kLong>();
-    else
-        return fwd_features<D, T>();
+    return BWD ? bwd_features<AlgebraTraits<ALG>::D, T, kResident>() : fwd_features<AlgebraTraits<ALG>::D, T>();
+}
+template <int ALG, class T, bool BWD> constexpr int narrow_features()
+{
+    return BWD ? bwd_features<AlgebraTraits<ALG>::D, T, kLong>() : fwd_features<AlgebraTraits<ALG>::D, T>();
 }
 
 /* E: the stage piece the inputs allow (0: none), F: the features a thread (the row's threads
- * follow). Resident rows (where `resident`) need their stages (at least one), staged weights
- * and, in backward, the weight-gradient sums in shared memory; rows that do not fit take
- * kLongShared (when the weights, and in backward the sums, fit) or kLong. */
-template <int ALG, class T, bool BWD>
-Config make_config_with(int64_t B, int64_t N, int device, int E, int F, bool resident)
+ * follow). Resident rows need their stages (at least one), staged weights and, in backward,
+ * the weight-gradient sums in shared memory; rows that do not fit take kLongShared (when the
+ * weights, and in backward the sums, fit) or kLong, at the narrow width only (at the wide one
+ * the result is then not resident, and make_config takes the narrow shape). */
+template <int ALG, class T, bool BWD, int F> Config make_config_with(int64_t B, int64_t N, int device, int E)
 {
+    constexpr bool NARROW = F == narrow_features<ALG, T, BWD>();
     using A = AlgebraTraits<ALG>;
     using C = typename Compute<T>::type;
     constexpr int P = A::P, D = A::D;
@@ -142,11 +144,12 @@ Config make_config_with(int64_t B, int64_t N, int device, int E, int F, bool res
     c.device = device;
     c.F = F;
     const int64_t need = (N + c.F - 1) / c.F; /* threads for a resident row */
-    /* threads a row may use: registers (the fewest of the kernels) and, in backward, the
-     * shared weight-gradient accumulators (F * P values a thread) */
-    int most = std::min({kMaxRowThreads, attributes<kernel<ALG, T, BWD, kResident>()>().maxThreadsPerBlock,
-                         attributes<kernel<ALG, T, BWD, kLongShared>()>().maxThreadsPerBlock,
-                         attributes<kernel<ALG, T, BWD, kLong>()>().maxThreadsPerBlock});
+    /* threads a row may use: registers (the fewest of the kernels of this width) and, in
+     * backward, the shared weight-gradient accumulators (F * P values a thread) */
+    int most = std::min(kMaxRowThreads, attributes<kernel<ALG, T, BWD, kResident, F>()>().maxThreadsPerBlock);
+    if constexpr (NARROW)
+        most = std::min({most, attributes<kernel<ALG, T, BWD, kLongShared, F>()>().maxThreadsPerBlock,
+                         attributes<kernel<ALG, T, BWD, kLong, F>()>().maxThreadsPerBlock});
     if (BWD)
         most = std::min(most, (int)std::min<int64_t>(kMaxRowThreads, (int64_t)(limit / 2) / (int64_t)(c.F * padded_paths<P, C>() * sizeof(C))));
     most = std::max(32, most / 32 * 32);
@@ -161,34 +164,31 @@ Config make_config_with(int64_t B, int64_t N, int device, int E, int F, bool res
      * each, used in turn) */
     auto scratch = [&](int ty) { return align16((size_t)ty * (c.tx / 32) * (BWD ? 4 : 1) * A::G * sizeof(C)); };
     auto accumulators = [&](int ty) { return BWD ? (size_t)ty * padded_paths<P, C>() * c.lay.L * sizeof(C) : 0; };
-    /* a column of staged weights, in the type the kernel of F features a thread stages */
-    constexpr int FR = features<ALG, T, BWD>(kResident), FL = features<ALG, T, BWD>(kLong);
-    using WR = Staged<T, BWD, D, FR>;
-    using WL = Staged<T, BWD, D, FL>;
-    const size_t column = F == FR ? padded_paths<P, WR>() * sizeof(WR) : padded_paths<P, WL>() * sizeof(WL);
-    const size_t ws = c.lay.L ? column * c.lay.L : 0;
+    using W = Staged<T, BWD, D, F>;
+    const size_t ws = c.lay.L ? (size_t)padded_paths<P, W>() * c.lay.L * sizeof(W) : 0;
     size_t used = scratch(c.ty);
     c.mode = kLong;
-    if (resident && need <= most && E && c.lay.L) {
+    if (need <= most && E && c.lay.L) {
         /* Resident: pick rows a block (ty) and stages (S) over the whole device, measured
          * on the H100 (benchmarks/tune_sgp.py, NOTES.md v3.4): a prefetch stage first (S = 2
          * where it fits), then the most resident warps, then the most multiprocessors busy,
          * then the largest ty (one bigger block stages the weights once for more rows and,
          * in backward, halves the weight-gradient partials); the override (tuning) forces
          * a shape where it fits. */
-        const int bound = std::min(attributes<kernel<ALG, T, BWD, kResident>()>().maxThreadsPerBlock,
+        const int bound = std::min(attributes<kernel<ALG, T, BWD, kResident, F>()>().maxThreadsPerBlock,
                                    BWD ? bwd_block_bound<D, T>() : fwd_block_bound<D, T>());
         const int64_t rows = std::max<int64_t>(B, 1);
         const int force_ty = shape_override().rows.load(), force_s = shape_override().stages.load();
         int64_t best[4] = {-1, -1, -1, -1};
         auto consider = [&](int ty, int S, size_t red, size_t base, size_t total) {
-            const int64_t per_sm = blocks_per_sm<kernel<ALG, T, BWD, kResident>()>(c.tx * ty, total, device);
+            const int64_t per_sm = blocks_per_sm<kernel<ALG, T, BWD, kResident, F>()>(c.tx * ty, total, device);
             const int64_t blocks = std::min(per_sm * (int64_t)dev.sms, (rows + ty - 1) / ty);
             const int64_t key[4] = {S >= 2, std::min(rows, blocks * ty) * (c.tx / 32),
                                     std::min<int64_t>(blocks, dev.sms), ty};
             if (!std::lexicographical_compare(best, best + 4, key, key + 4))
                 return; /* not better: ties keep the fewer stages */
             std::copy(key, key + 4, best);
+            std::copy(key, key + 3, c.rank);
             c.mode = kResident;
             c.ty = ty;
             c.lay.stages = S;
@@ -207,6 +207,10 @@ Config make_config_with(int64_t B, int64_t N, int device, int E, int F, bool res
                     if (pass == 1 || (ty == force_ty && S == force_s))
                         consider(ty, S, red, base, base + S * stage);
             }
+    }
+    if constexpr (!NARROW) {
+        if (c.mode != kResident)
+            return c; /* no long kernels at this width */
     }
     if (c.mode != kResident) { /* c.ty and used are still the defaults: only a resident pick sets them */
         /* staged weights (and backward's shared sums, for all the block's row groups, else
@@ -231,28 +235,39 @@ Config make_config_with(int64_t B, int64_t N, int device, int E, int F, bool res
     c.lay.total = used;
     const int64_t groups = (B + c.ty - 1) / c.ty;
     const int threads = c.tx * c.ty;
-    int64_t per_sm;
-    switch (c.mode) {
-    case kResident: per_sm = blocks_per_sm<kernel<ALG, T, BWD, kResident>()>(threads, used, device); break;
-    case kLongShared: per_sm = blocks_per_sm<kernel<ALG, T, BWD, kLongShared>()>(threads, used, device); break;
-    default: per_sm = blocks_per_sm<kernel<ALG, T, BWD, kLong>()>(threads, used, device); break;
-    }
+    int64_t per_sm = 1;
+    if (c.mode == kResident)
+        per_sm = blocks_per_sm<kernel<ALG, T, BWD, kResident, F>()>(threads, used, device);
+    else if constexpr (NARROW)
+        per_sm = c.mode == kLongShared ? blocks_per_sm<kernel<ALG, T, BWD, kLongShared, F>()>(threads, used, device)
+                                       : blocks_per_sm<kernel<ALG, T, BWD, kLong, F>()>(threads, used, device);
     /* one wave of blocks that loop over the rows: staging is paid once per block, and in
      * backward the partials (S = grid) do not grow with B */
     c.grid = std::max<int64_t>(1, std::min(groups, per_sm * (int64_t)dev.sms));
     return c;
 }
 
-/* The launch shape of a call. Where the resident kernel holds more features a thread than
- * the long ones, it is taken only with a prefetch stage (S >= 2; one stage would leave each
- * row's loads exposed), else the long modes' shape (never resident: that kernel's F is FR). */
+/* The launch shape of a call. Where a wide width exists, it is taken when resident with a
+ * prefetch stage (one stage would leave each row's loads exposed) and unless the narrow
+ * width's resident shape ranks higher (more resident warps: Cl(2,0) bf16 N = 1024, whose wide
+ * rows leave room for one 8-warp block a multiprocessor); ties go to the wide one (half the
+ * row reduction a feature). The tuning override forces shapes of the wide kernel. */
 template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device, int E)
 {
-    constexpr int FR = features<ALG, T, BWD>(kResident), FL = features<ALG, T, BWD>(kLong);
-    Config c = make_config_with<ALG, T, BWD>(B, N, device, E, FR, true);
-    if (FR != FL && !(c.mode == kResident && c.lay.stages >= 2))
-        c = make_config_with<ALG, T, BWD>(B, N, device, E, FL, false);
-    return c;
+    constexpr int FW = wide_features<ALG, T, BWD>(), FN = narrow_features<ALG, T, BWD>();
+    const Config n = make_config_with<ALG, T, BWD, FN>(B, N, device, E);
+    if constexpr (FW == FN) {
+        return n;
+    } else {
+        const Config w = make_config_with<ALG, T, BWD, FW>(B, N, device, E);
+        if (w.mode != kResident)
+            return n;
+        if (shape_override().rows.load() > 0)
+            return w;
+        if (w.lay.stages < 2 || (n.mode == kResident && std::lexicographical_compare(w.rank, w.rank + 3, n.rank, n.rank + 3)))
+            return n;
+        return w;
+    }
 }
 
 inline bool aligned(const void *p, size_t bytes) { return p == nullptr || ((uintptr_t)p % bytes) == 0; }
@@ -287,14 +302,17 @@ fc_status launch(const Config &cfg, cudaStream_t stream, Args... args)
         return FC_OK;
     };
     using std::integral_constant;
+    constexpr int FW = wide_features<ALG, T, BWD>(), FN = narrow_features<ALG, T, BWD>();
     switch (cfg.mode) {
     case kResident:
-        return go(integral_constant<decltype(kernel<ALG, T, BWD, kResident>()), kernel<ALG, T, BWD, kResident>()>{});
+        if (FW != FN && cfg.F == FW)
+            return go(integral_constant<decltype(kernel<ALG, T, BWD, kResident, FW>()), kernel<ALG, T, BWD, kResident, FW>()>{});
+        return go(integral_constant<decltype(kernel<ALG, T, BWD, kResident, FN>()), kernel<ALG, T, BWD, kResident, FN>()>{});
     case kLongShared:
-        return go(integral_constant<decltype(kernel<ALG, T, BWD, kLongShared>()), kernel<ALG, T, BWD, kLongShared>()>{});
+        return go(integral_constant<decltype(kernel<ALG, T, BWD, kLongShared, FN>()), kernel<ALG, T, BWD, kLongShared, FN>()>{});
     default: break;
     }
-    return go(integral_constant<decltype(kernel<ALG, T, BWD, kLong>()), kernel<ALG, T, BWD, kLong>()>{});
+    return go(integral_constant<decltype(kernel<ALG, T, BWD, kLong, FN>()), kernel<ALG, T, BWD, kLong, FN>()>{});
 }
 
 template <class T> bool vec_ok(int F, int64_t N, std::initializer_list<const void *> ptrs)
