@@ -132,7 +132,8 @@ template <int ALG, class T, bool BWD> constexpr int narrow_features()
  * the weight-gradient sums in shared memory; rows that do not fit take kLongShared (when the
  * weights, and in backward the sums, fit) or kLong, at the narrow width only (at the wide one
  * the result is then not resident, and make_config takes the narrow shape). */
-template <int ALG, class T, bool BWD, int F> Config make_config_with(int64_t B, int64_t N, int device, int E)
+template <int ALG, class T, bool BWD, int F>
+Config make_config_with(int64_t B, int64_t N, int device, int E, bool forced)
 {
     constexpr bool NARROW = F == narrow_features<ALG, T, BWD>();
     using A = AlgebraTraits<ALG>;
@@ -178,7 +179,7 @@ template <int ALG, class T, bool BWD, int F> Config make_config_with(int64_t B, 
         const int bound = std::min(attributes<kernel<ALG, T, BWD, kResident, F>()>().maxThreadsPerBlock,
                                    BWD ? bwd_block_bound<D, T>() : fwd_block_bound<D, T>());
         const int64_t rows = std::max<int64_t>(B, 1);
-        const int force_ty = shape_override().rows.load(), force_s = shape_override().stages.load();
+        const int force_ty = forced ? shape_override().rows.load() : 0, force_s = shape_override().stages.load();
         int64_t best[4] = {-1, -1, -1, -1};
         auto consider = [&](int ty, int S, size_t red, size_t base, size_t total) {
             const int64_t per_sm = blocks_per_sm<kernel<ALG, T, BWD, kResident, F>()>(c.tx * ty, total, device);
@@ -250,23 +251,25 @@ template <int ALG, class T, bool BWD, int F> Config make_config_with(int64_t B, 
 /* The launch shape of a call. Where a wide width exists, it is taken when resident with a
  * prefetch stage (one stage would leave each row's loads exposed) and unless the narrow
  * width's resident shape ranks higher (more resident warps: Cl(2,0) bf16 N = 1024, whose wide
- * rows leave room for one 8-warp block a multiprocessor); ties go to the wide one (half the
- * row reduction a feature). The tuning override forces shapes of the wide kernel. */
+ * rows leave room for one 8-warp block a multiprocessor, or too few rows to fill the device
+ * at the wide width); ties go to the wide one (half the row reduction a feature). The width
+ * is chosen on the default shapes; the tuning override then forces a shape of that width
+ * (so forced shapes never change a row's arithmetic). */
 template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, int device, int E)
 {
     constexpr int FW = wide_features<ALG, T, BWD>(), FN = narrow_features<ALG, T, BWD>();
-    const Config n = make_config_with<ALG, T, BWD, FN>(B, N, device, E);
+    const bool forced = shape_override().rows.load() > 0;
     if constexpr (FW == FN) {
-        return n;
+        return make_config_with<ALG, T, BWD, FN>(B, N, device, E, forced);
     } else {
-        const Config w = make_config_with<ALG, T, BWD, FW>(B, N, device, E);
-        if (w.mode != kResident)
-            return n;
-        if (shape_override().rows.load() > 0)
-            return w;
-        if (w.lay.stages < 2 || (n.mode == kResident && std::lexicographical_compare(w.rank, w.rank + 3, n.rank, n.rank + 3)))
-            return n;
-        return w;
+        const Config n = make_config_with<ALG, T, BWD, FN>(B, N, device, E, false);
+        const Config w = make_config_with<ALG, T, BWD, FW>(B, N, device, E, false);
+        const bool wide = w.mode == kResident && w.lay.stages >= 2 &&
+                          !(n.mode == kResident && std::lexicographical_compare(w.rank, w.rank + 3, n.rank, n.rank + 3));
+        if (!forced)
+            return wide ? w : n;
+        return wide ? make_config_with<ALG, T, BWD, FW>(B, N, device, E, true)
+                    : make_config_with<ALG, T, BWD, FN>(B, N, device, E, true);
     }
 }
 
