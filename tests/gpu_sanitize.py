@@ -77,14 +77,16 @@ def race_canary(name):
 
 def run_sgp(algebras, dtypes):
     # a short row (resident; in 2-byte types, odd N takes the long kernels with short row groups)
-    # and one long enough for the two-pass path
-    shapes = [(3, 37), (2, 5000)]
+    # and one long enough for the two-pass path; 2-byte types also an even short row (the
+    # narrow resident kernels) and a row of 1024 (at Cl(3,0) the wide resident backward, which
+    # few rows reach only where the narrow width cannot be resident), aligned only
     n = 0
     for alg in algebras:
         for dtype in dtypes:
-            for B, N in shapes:
+            extra = [(3, 38), (2, 1024)] if dtype.itemsize == 2 else []
+            for B, N in [(3, 37), (2, 5000)] + extra:
                 for normalize in (True, False):
-                    for offset in (0, 1):
+                    for offset in (0, 1) if (B, N) not in extra else (0,):
                         flat = host(alg.D * B * N + offset, dtype=dtype)
                         xh = flat[offset:].view(alg.D, B, N)
                         x = dev(flat)[offset:].view(alg.D, B, N)  # offset 1: no vector loads

@@ -26,6 +26,9 @@
  *
  * The row groups of a block synchronise only among themselves (named barrier 1 + y), so a
  * block is several independent rows sharing one staged copy of the weights.
+ *
+ * Features a thread (F) are a template parameter; the resident backward of 2-byte data comes
+ * in two widths (bwd_features), and the launch picks one per call (sgp_launch.cuh).
  */
 #pragma once
 
