@@ -32,7 +32,8 @@ fi
 
 if has test; then
     step "GPU tests"
-    python3 -m pytest -q -m gpu -p no:cacheprovider tests/ 2>&1 | tee "$OUT/pytest_gpu.log" | tail -n 25
+    # --durations: where the stage's minutes go (device time is what a GPU session runs short of)
+    python3 -m pytest -q -m gpu -p no:cacheprovider --durations=30 tests/ 2>&1 | tee "$OUT/pytest_gpu.log" | tail -n 60
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 
