@@ -26,7 +26,7 @@ struct Config {
     Layout lay;
     int64_t grid;
     int device;
-    int64_t rank[3]; /* resident: prefetch stage, resident warps, multiprocessors busy */
+    int64_t rank[4]; /* resident: prefetch stage, resident warps, multiprocessors busy, rows a block */
 };
 
 /* Per kernel, once: its attributes (register use decides the threads a block may have) and
@@ -180,16 +180,15 @@ Config make_config_with(int64_t B, int64_t N, int device, int E, bool forced)
                                    BWD ? bwd_block_bound<D, T>() : fwd_block_bound<D, T>());
         const int64_t rows = std::max<int64_t>(B, 1);
         const int force_ty = forced ? shape_override().rows.load() : 0, force_s = shape_override().stages.load();
-        int64_t best[4] = {-1, -1, -1, -1};
+        std::fill(c.rank, c.rank + 4, -1);
         auto consider = [&](int ty, int S, size_t red, size_t base, size_t total) {
             const int64_t per_sm = blocks_per_sm<kernel<ALG, T, BWD, kResident, F>()>(c.tx * ty, total, device);
             const int64_t blocks = std::min(per_sm * (int64_t)dev.sms, (rows + ty - 1) / ty);
             const int64_t key[4] = {S >= 2, std::min(rows, blocks * ty) * (c.tx / 32),
                                     std::min<int64_t>(blocks, dev.sms), ty};
-            if (!std::lexicographical_compare(best, best + 4, key, key + 4))
+            if (!std::lexicographical_compare(c.rank, c.rank + 4, key, key + 4))
                 return; /* not better: ties keep the fewer stages */
-            std::copy(key, key + 4, best);
-            std::copy(key, key + 3, c.rank);
+            std::copy(key, key + 4, c.rank);
             c.mode = kResident;
             c.ty = ty;
             c.lay.stages = S;
@@ -264,6 +263,7 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     } else {
         const Config n = make_config_with<ALG, T, BWD, FN>(B, N, device, E, false);
         const Config w = make_config_with<ALG, T, BWD, FW>(B, N, device, E, false);
+        /* the first three keys only: rows a block do not compare across widths */
         const bool wide = w.mode == kResident && w.lay.stages >= 2 &&
                           !(n.mode == kResident && std::lexicographical_compare(w.rank, w.rank + 3, n.rank, n.rank + 3));
         if (!forced)
@@ -352,17 +352,26 @@ template <int ALG, class T> fc_status forward(const fc_args *a, cudaStream_t str
                                  (C *)a->norms, (int64_t)a->B, (int64_t)a->N_in, a->normalize, a->gate, (int)vec);
 }
 
+/* The backward's shape for aligned inputs (E: its stage piece), which the workspace is sized
+ * for: one slot a block of its grid. Inputs whose alignment selects another mode run with at
+ * most that many blocks (backward() clamps the grid: blocks loop over the rows, so any grid
+ * is correct), so the size depends on the shapes only. */
+template <int ALG, class T> Config sizing_config(const fc_args *a, int &E)
+{
+    E = stage_piece<T>(widest_piece<T, true>(), a->N_in, {});
+    return make_config<ALG, T, true>(a->B, a->N_in, a->device, E);
+}
+template <int ALG, class T> size_t slot_bytes(const fc_args *a)
+{
+    return (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(typename Compute<T>::type);
+}
+
 template <int ALG, class T> size_t partial_bytes(const fc_args *a)
 {
-    using C = typename Compute<T>::type;
     if (a->B == 0 || a->N_in == 0)
         return 0;
-    /* one slot a block of the grid that aligned inputs get; inputs whose alignment selects
-     * another mode run with at most that many blocks (backward() clamps the grid: blocks
-     * loop over the rows, so any grid is correct), so the size depends on the shapes only */
-    const int E = stage_piece<T>(widest_piece<T, true>(), a->N_in, {});
-    const int64_t grid = make_config<ALG, T, true>(a->B, a->N_in, a->device, E).grid;
-    return (size_t)grid * (size_t)a->N_in * AlgebraTraits<ALG>::P * sizeof(C);
+    int E;
+    return (size_t)sizing_config<ALG, T>(a, E).grid * slot_bytes<ALG, T>(a);
 }
 
 /* The shape a call with aligned inputs gets (fc_sgp_config_cuda). */
@@ -389,17 +398,20 @@ template <int ALG, class T> fc_status backward(const fc_args *a, cudaStream_t st
     }
     if (a->N_in == 0)
         return FC_OK;
-    const size_t need = partial_bytes<ALG, T>(a);
+    int E_sized;
+    const Config sized = sizing_config<ALG, T>(a, E_sized);
+    const size_t need = (size_t)sized.grid * slot_bytes<ALG, T>(a);
     if (a->workspace_bytes < need || (need && !a->workspace)) {
         fc_set_error("workspace: expected at least %zu bytes, got %zu", need, a->workspace_bytes);
         return FC_ERR_VALUE;
     }
+    /* aligned inputs (the usual case) take the shape just computed */
     const int E = stage_piece<T>(widest_piece<T, true>(), a->N_in, {a->x, a->y, a->grad_out});
-    Config cfg = make_config<ALG, T, true>(a->B, a->N_in, a->device, E);
+    Config cfg = E == E_sized ? sized : make_config<ALG, T, true>(a->B, a->N_in, a->device, E);
     /* the features a thread depend on the mode picked */
     const bool vec = vec_ok<T>(cfg.F, a->N_in, {a->x, a->y, a->grad_out, a->grad_x, a->grad_y});
-    /* at most the slots partial_bytes sized (not the bytes given: results must not depend on them) */
-    cfg.grid = std::min<int64_t>(cfg.grid, (int64_t)(need / ((size_t)a->N_in * P * sizeof(C))));
+    /* at most the slots the workspace was sized for (not the bytes given: results must not depend on them) */
+    cfg.grid = std::min<int64_t>(cfg.grid, sized.grid);
     C *partial = (C *)a->workspace;
     if (fc_status st = launch<ALG, T, true>(cfg, stream, (const T *)a->grad_out, (const T *)a->x, (const T *)a->y,
                                             (const T *)a->weight, (const C *)a->norms, (T *)a->grad_x,
