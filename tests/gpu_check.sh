@@ -3,7 +3,7 @@
 #   bash tests/gpu_check.sh            build in place for this GPU, GPU tests, the GPU tests again
 #                                      with every test on a side stream, compute-sanitizer
 #                                      (memcheck, racecheck, initcheck, synccheck, after canaries),
-#                                      and the benchmark table of issue 3
+#                                      and the benchmark table of issue 3 with its host-overhead line
 # STAGES=build,test,sidestream,sanitize,bench selects stages; SANITIZE_TOOLS="memcheck racecheck"
 # selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
 # logs and results go to $OUT (default gpu_check_out).
@@ -96,6 +96,9 @@ if has bench; then
     python3 -m flashclifford.bench --op sgp -a 2 3 --dtype float32 bfloat16 -B 4096 8192 -N 512 1024 \
         --baselines compiled --compile dynamic --reps 30 --warmup 2 --max-seconds 0.2 --no-host-baselines \
         --out "$OUT/bench_sgp" --no-progress 2>&1 | tee "$OUT/bench_sgp.log" | tail -n 40
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    step "host overhead (issue 3: one forward through the torch op, Cl(3,0) B=1024 N=128, <= 25 us)"
+    python3 benchmarks/host_overhead.py 2>&1 | tee "$OUT/host_overhead.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 echo
