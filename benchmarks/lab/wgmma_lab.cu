@@ -1,0 +1,565 @@
+/* wgmma_lab.cu — the first Hopper wgmma step of the FCGP forward (issue 4), standalone:
+ *
+ *  1. gemm check: one warpgroup, A (64 x K) in the register fragments of wgmma.cuh, B from
+ *     shared memory in the unswizzled K-major layout under two choices of (lbo, sbo), tf32
+ *     and bf16, against a CPU product. Proves the fragment maps and the descriptor.
+ *  2. fcgp forward (no GELU, no norms: xg, yg given): o_j = sum_p z_{j,p} @ W[p], z formed
+ *     in the A registers from xg_i, yg_k fragments, W[p] tiles from shared memory, against a
+ *     float64 CPU reference (every row on a small shape, sampled rows on the timing shape),
+ *     then timed against the same T' products in cuBLAS (batched, same precision).
+ *
+ *   nvcc -std=c++17 -O3 -I csrc -gencode=arch=compute_90a,code=sm_90a \
+ *        benchmarks/lab/wgmma_lab.cu -o wgmma_lab [-DWITH_CUBLAS -lcublas]
+ *   ./wgmma_lab
+ *
+ * Kernel (fwd): a block owns 64 rows x NT = 512 / D output columns of all D components and
+ * has two warpgroups; warpgroup w owns components [w D/2, (w+1) D/2), so its accumulators are
+ * D/2 x NT/2 = 128 fp32 registers a thread. K (N_in) streams in steps of 32 bytes a row
+ * (8 tf32, 16 bf16) through a 3-stage cp.async ring: x and y tiles (D x 64 rows) and every
+ * path's W tile (P x NT). Each thread loads its x, y fragments once a step (one 8-byte load
+ * per component and row: the K order inside a step is permuted so a thread's two A columns
+ * are adjacent in memory; W^T is stored in the same permuted order), forms z_{j,p} for one
+ * component's pairs, fences and issues that component's wgmmas.
+ */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <cuda_bf16.h>
+
+#include "../../csrc/cuda/fcgp_plans.cuh"
+#include "../../csrc/cuda/wgmma.cuh"
+
+#ifdef WITH_CUBLAS
+#include <cublas_v2.h>
+#endif
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(2);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+using namespace fc;
+using namespace fc::fcgp;
+
+template <int MODE> using Elem = std::conditional_t<MODE == kTF32, float, __nv_bfloat16>;
+
+/* Logical K position L (0 .. KS-1) inside a step -> the physical column it is read from. */
+__host__ __device__ constexpr int phys_col(int mode, int L)
+{
+    return mode == kTF32 ? (L < 4 ? 2 * L : 2 * (L - 4) + 1)
+                         : (L < 8 ? 4 * (L / 2) + (L & 1) : 4 * ((L - 8) / 2) + 2 + (L & 1));
+}
+
+/* ------------------------------------------------------------------ 1. gemm check */
+/* C (64 x 64) = A (64 x K) B (K x 64), one step; A row-major, B given as B^T (64 x K). */
+template <int MODE>
+__global__ void gemm_check_kernel(const Elem<MODE> *a, const Elem<MODE> *bt, float *c, int lbo, int sbo)
+{
+    constexpr int K = MODE == kTF32 ? 8 : 16, T = 16 / sizeof(Elem<MODE>);
+    __shared__ __align__(128) unsigned char sb[8192];
+    const int tid = threadIdx.x, warp = tid / 32, g = (tid % 32) / 4, t = tid % 4;
+    for (int c16 = tid; c16 < 64 * K / T; c16 += 128) { /* 16-byte chunk (n, kb) */
+        const int n = c16 / (K / T), kb = c16 % (K / T);
+        memcpy(sb + (n / 8) * sbo + kb * lbo + (n % 8) * 16, bt + n * K + kb * T, 16);
+    }
+    wg::fence_proxy_async();
+    __syncthreads();
+    uint32_t fr[4];
+    const int r0 = 16 * warp + g;
+    if constexpr (MODE == kTF32) {
+        const float *A = (const float *)a;
+        const float v[4] = {A[r0 * K + t], A[(r0 + 8) * K + t], A[r0 * K + t + 4], A[(r0 + 8) * K + t + 4]};
+        for (int i = 0; i < 4; ++i)
+            fr[i] = to_tf32(v[i]);
+    } else {
+        const uint32_t *A = (const uint32_t *)a; /* bf16 pairs */
+        fr[0] = A[(r0 * K + 2 * t) / 2];
+        fr[1] = A[((r0 + 8) * K + 2 * t) / 2];
+        fr[2] = A[(r0 * K + 2 * t + 8) / 2];
+        fr[3] = A[((r0 + 8) * K + 2 * t + 8) / 2];
+    }
+    float d[32];
+    for (int i = 0; i < 32; ++i)
+        d[i] = 0.f;
+    wg::fence();
+    wg::MmaRS<MODE, 64>::run(d, fr, wg::desc_kmajor(smem_u32(sb), lbo, sbo), 1);
+    wg::commit();
+    wg::wait<0>();
+    wg::fence_operands(d);
+    for (int cc = 0; cc < 8; ++cc)
+        for (int h = 0; h < 2; ++h) {
+            c[(r0 + 8 * h) * 64 + 8 * cc + 2 * t] = d[4 * cc + 2 * h];
+            c[(r0 + 8 * h) * 64 + 8 * cc + 2 * t + 1] = d[4 * cc + 2 * h + 1];
+        }
+}
+
+static float bf16_round(float v) { return __bfloat162float(__float2bfloat16(v)); }
+
+template <int MODE> static bool gemm_check(int lbo, int sbo)
+{
+    constexpr int K = MODE == kTF32 ? 8 : 16;
+    std::mt19937 rng(7 + lbo);
+    std::uniform_int_distribution<int> small(-8, 8);
+    std::vector<float> A(64 * K), Bt(64 * K), C(64 * 64);
+    for (auto &v : A)
+        v = small(rng) / 4.0f; /* exact in tf32 and bf16 */
+    for (auto &v : Bt)
+        v = small(rng) / 4.0f;
+    std::vector<Elem<MODE>> a(A.size()), bt(Bt.size());
+    for (size_t i = 0; i < A.size(); ++i)
+        a[i] = (Elem<MODE>)A[i], bt[i] = (Elem<MODE>)Bt[i];
+    Elem<MODE> *da, *db;
+    float *dc;
+    CK(cudaMalloc(&da, a.size() * sizeof a[0]));
+    CK(cudaMalloc(&db, bt.size() * sizeof bt[0]));
+    CK(cudaMalloc(&dc, C.size() * 4));
+    CK(cudaMemcpy(da, a.data(), a.size() * sizeof a[0], cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, bt.data(), bt.size() * sizeof bt[0], cudaMemcpyHostToDevice));
+    CK(cudaMemset(dc, 0xff, C.size() * 4));
+    gemm_check_kernel<MODE><<<1, 128>>>(da, db, dc, lbo, sbo);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(C.data(), dc, C.size() * 4, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int m = 0; m < 64; ++m)
+        for (int n = 0; n < 64; ++n) {
+            double ref = 0;
+            for (int k = 0; k < K; ++k)
+                ref += (double)A[m * K + k] * Bt[n * K + k];
+            if (C[m * 64 + n] != (float)ref && bad++ < 4)
+                printf("    C[%d][%d] = %g, expected %g\n", m, n, C[m * 64 + n], ref);
+        }
+    printf("gemm check %-4s lbo %4d sbo %4d: %s (%d of 4096 wrong)\n", MODE == kTF32 ? "tf32" : "bf16", lbo, sbo,
+           bad ? "FAIL" : "ok", bad);
+    cudaFree(da), cudaFree(db), cudaFree(dc);
+    return bad == 0;
+}
+
+/* ------------------------------------------------------------------ 2. fcgp forward */
+template <int ID, int MODE, int NTV = 0> struct Cfg {
+    static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
+    static constexpr int BM = 64, NT = NTV ? NTV : 512 / D, JW = D / 2, THREADS = 256, STAGES = 3;
+    static constexpr int KS = MODE == kTF32 ? 8 : 16;      /* N_in a step: 32 bytes a row */
+    static constexpr int XB = D * BM * 32, WB = P * NT * 32; /* x (or y) tile, all W tiles */
+    static constexpr int STAGE = 2 * XB + WB, SMEM = STAGES * STAGE;
+    static constexpr int LBO = 128, SBO = 256; /* W tile: core (nb, kb) at nb * 256 + kb * 128 */
+    static_assert(SMEM <= 227 * 1024, "three stages fit");
+    static constexpr int max_pairs()
+    {
+        int m = 0;
+        for (int j = 0; j < D; ++j) {
+            const int n = Plans<ID>::pair.jbegin[j + 1] - Plans<ID>::pair.jbegin[j];
+            m = n > m ? n : m;
+        }
+        return m;
+    }
+};
+
+/* The x, y fragments of one thread for one step: [component][row half] = 8 bytes. */
+template <int D> struct Frags {
+    uint2 x[D][2], y[D][2];
+};
+
+/* z_{j,p} of pair q in A-fragment order (see wgmma.cuh) from this thread's fragments. */
+template <int ID, int MODE, int Q> __device__ __forceinline__ void form_pair(uint32_t (&a)[4], const Frags<AlgebraTraits<ID>::D> &f)
+{
+    constexpr int t0 = Plans<ID>::pair.tbegin[Q], t1 = Plans<ID>::pair.tbegin[Q + 1];
+    if constexpr (MODE == kTF32) {
+        float z[4] = {0.f, 0.f, 0.f, 0.f};
+        static_for<t1 - t0>([&](auto u) {
+            constexpr int code = Plans<ID>::pair.code[t0 + decltype(u)::value];
+            constexpr int i = code & 15, k = (code >> 4) & 15;
+            constexpr float s = (code >> 8) ? -1.f : 1.f;
+            /* a0 (g, t) a1 (g + 8, t) a2 (g, t + 4) a3 (g + 8, t + 4); .x holds column t, .y t + 4 */
+            z[0] = fmaf(s * __uint_as_float(f.x[i][0].x), __uint_as_float(f.y[k][0].x), z[0]);
+            z[1] = fmaf(s * __uint_as_float(f.x[i][1].x), __uint_as_float(f.y[k][1].x), z[1]);
+            z[2] = fmaf(s * __uint_as_float(f.x[i][0].y), __uint_as_float(f.y[k][0].y), z[2]);
+            z[3] = fmaf(s * __uint_as_float(f.x[i][1].y), __uint_as_float(f.y[k][1].y), z[3]);
+        });
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+            a[r] = to_tf32(z[r]);
+    } else {
+        /* .x holds columns (2t, 2t + 1), .y (2t + 8, 2t + 9): a0 = row g .x, a1 = row g + 8 .x,
+         * a2 = row g .y, a3 = row g + 8 .y */
+        static_for<t1 - t0>([&](auto u) {
+            constexpr int code = Plans<ID>::pair.code[t0 + decltype(u)::value];
+            constexpr int i = code & 15, k = (code >> 4) & 15;
+            constexpr uint32_t neg = (code >> 8) ? 0x80008000u : 0u;
+            const uint32_t xs[4] = {f.x[i][0].x ^ neg, f.x[i][1].x ^ neg, f.x[i][0].y ^ neg, f.x[i][1].y ^ neg};
+            const uint32_t ys[4] = {f.y[k][0].x, f.y[k][1].x, f.y[k][0].y, f.y[k][1].y};
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+                a[r] = decltype(u)::value == 0 ? hfma2<kBF16>(xs[r], ys[r], 0x80008000u) : hfma2<kBF16>(xs[r], ys[r], a[r]);
+        });
+    }
+}
+
+/* One warpgroup's step: for each of its components, form the A fragments of all its
+ * pairs, fence, issue the wgmmas (one per pair) on that component's accumulators, and wait
+ * for them before the next component forms its A fragments. */
+template <int ID, int MODE, int NTV, int WG>
+__device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg<ID, MODE, NTV>::NT / 2],
+                                        const Frags<AlgebraTraits<ID>::D> &f, uint32_t w_smem)
+{
+    using C = Cfg<ID, MODE, NTV>;
+    static_for<C::JW>([&](auto jj) {
+        constexpr int j = WG * C::JW + decltype(jj)::value;
+        constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
+        uint32_t a[nq][4];
+        static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(a[decltype(u)::value], f); });
+        wg::fence();
+        static_for<nq>([&](auto u) {
+            constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
+            wg::MmaRS<MODE, C::NT>::run(acc[decltype(jj)::value], a[decltype(u)::value],
+                                        wg::desc_kmajor(w_smem + p * C::NT * 32, C::LBO, C::SBO), 1);
+        });
+        /* A registers are reused by the next component: at most one component's wgmmas in
+         * flight (the other warpgroup keeps the tensor cores busy meanwhile) */
+        wg::commit();
+        wg::wait<0>();
+    });
+}
+
+/* Copy step s (K columns [s KS, (s+1) KS)) of x, y and every path's W^T into stage buffer
+ * `buf`. A thread copies fixed (row, half) positions of several components and paths, so its
+ * addresses are a few bases plus multiples of B Ni and No Ni. Those bases pass through an
+ * empty asm each call: otherwise the compiler hoists every chunk's 64-bit address out of the
+ * K loop (tens of registers beside 128 accumulators, and the kernel spills). */
+template <int ID, int MODE, int NTV>
+__device__ __forceinline__ void load_step(unsigned char *buf, const Elem<MODE> *xg, const Elem<MODE> *yg,
+                                          const Elem<MODE> *wt, int B, int Ni, int No, int m0, int n0, int s)
+{
+    using C = Cfg<ID, MODE, NTV>;
+    using E = Elem<MODE>;
+    constexpr int T = 16 / sizeof(E), D = C::D, P = C::P;
+    constexpr int QSTEP = C::THREADS / 2 / C::BM, PSTEP = C::THREADS / 2 / C::NT;
+    static_assert(QSTEP >= 1 && D % QSTEP == 0 && PSTEP >= 1, "whole components and paths a pass");
+    int tid = threadIdx.x;
+    size_t bni = (size_t)B * Ni, noni = (size_t)No * Ni;
+    asm volatile("" : "+r"(tid), "+l"(bni), "+l"(noni));
+    const int h = tid & 1, k0 = s * C::KS;
+    { /* x and y: component qb + QSTEP r of x (first D) then y, row `row` */
+        const int row = (tid >> 1) % C::BM, qb = (tid >> 1) / C::BM;
+        const size_t off = ((size_t)qb * B + m0 + row) * Ni + k0 + h * T;
+        unsigned char *d = buf + (qb * C::BM + row) * 32 + h * 16;
+#pragma unroll
+        for (int r = 0; r < 2 * D / QSTEP; ++r) {
+            const int q = QSTEP * r, which = q / D, comp = q % D;
+            copy16((E *)(d + which * C::XB + comp * C::BM * 32), (which ? yg : xg) + off + comp * bni, 16);
+        }
+    }
+    { /* W^T: path pb + PSTEP r, output column n */
+        const int n = (tid >> 1) % C::NT, pb = (tid >> 1) / C::NT;
+        const E *src = wt + ((size_t)pb * No + n0 + n) * Ni + k0 + h * T;
+        unsigned char *d = buf + 2 * C::XB + pb * C::NT * 32 + (n / 8) * C::SBO + h * C::LBO + (n % 8) * 16;
+#pragma unroll
+        for (int r = 0; r < (P + PSTEP - 1) / PSTEP; ++r)
+            if (P % PSTEP == 0 || pb + PSTEP * r < P)
+                copy16((E *)(d + PSTEP * r * C::NT * 32), src + PSTEP * r * noni, 16);
+    }
+}
+
+/* xg, yg (D, B, Ni); wt (P, No, Ni) = W^T with K permuted inside each step; out (D, B, No)
+ * fp32. B % 64 == 0, No % NT == 0, Ni % KS == 0 (the lab's shapes). */
+template <int ID, int MODE, int NTV>
+__global__ void __launch_bounds__(256, 1)
+    fwd_kernel(const Elem<MODE> *xg, const Elem<MODE> *yg, const Elem<MODE> *wt, float *out, int B, int Ni, int No)
+{
+    using C = Cfg<ID, MODE, NTV>;
+    constexpr int D = C::D;
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
+    const int n0 = blockIdx.x * C::NT, m0 = blockIdx.y * C::BM, steps = Ni / C::KS;
+
+    float acc[C::JW][C::NT / 2];
+#pragma unroll
+    for (int j = 0; j < C::JW; ++j)
+#pragma unroll
+        for (int i = 0; i < C::NT / 2; ++i)
+            acc[j][i] = 0.f;
+
+    load_step<ID, MODE, NTV>(smem, xg, yg, wt, B, Ni, No, m0, n0, 0);
+    cp_commit();
+    if (steps > 1)
+        load_step<ID, MODE, NTV>(smem + C::STAGE, xg, yg, wt, B, Ni, No, m0, n0, 1);
+    cp_commit();
+    for (int s = 0; s < steps; ++s) {
+        asm volatile("cp.async.wait_group 1;\n" ::: "memory"); /* step s has landed */
+        wg::fence_proxy_async();
+        __syncthreads(); /* ... for every thread; and step s - 1's buffer is free */
+        if (s + 2 < steps)
+            load_step<ID, MODE, NTV>(smem + ((s + 2) % C::STAGES) * C::STAGE, xg, yg, wt, B, Ni, No, m0, n0, s + 2);
+        cp_commit();
+        const unsigned char *buf = smem + (s % C::STAGES) * C::STAGE;
+        Frags<D> f;
+        const int r0 = 16 * warp + g;
+#pragma unroll
+        for (int c = 0; c < D; ++c)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                f.x[c][h] = *(const uint2 *)(buf + (c * C::BM + r0 + 8 * h) * 32 + t * 8);
+                f.y[c][h] = *(const uint2 *)(buf + C::XB + (c * C::BM + r0 + 8 * h) * 32 + t * 8);
+            }
+        const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
+        if (wgi == 0)
+            wg_step<ID, MODE, NTV, 0>(acc, f, w_smem);
+        else
+            wg_step<ID, MODE, NTV, 1>(acc, f, w_smem);
+    }
+#pragma unroll
+    for (int j = 0; j < C::JW; ++j)
+        wg::fence_operands(acc[j]);
+    const int row = m0 + 16 * warp + g;
+#pragma unroll
+    for (int jj = 0; jj < C::JW; ++jj) {
+        const int j = wgi * C::JW + jj;
+#pragma unroll
+        for (int cc = 0; cc < C::NT / 8; ++cc)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                *(float2 *)(out + ((size_t)j * B + row + 8 * h) * No + n0 + 8 * cc + 2 * t) =
+                    make_float2(acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
+    }
+}
+
+/* ------------------------------------------------------------------ host side */
+struct Problem {
+    int B, Ni, No;
+    std::vector<float> x, y, w; /* (D,B,Ni), (D,B,Ni), (P,Ni,No); bf16-representable */
+};
+
+template <int ID> static Problem make_problem(int B, int Ni, int No, unsigned seed)
+{
+    constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
+    Problem pr{B, Ni, No, {}, {}, {}};
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    pr.x.resize((size_t)D * B * Ni), pr.y.resize(pr.x.size()), pr.w.resize((size_t)P * Ni * No);
+    for (auto &v : pr.x)
+        v = bf16_round(nd(rng));
+    for (auto &v : pr.y)
+        v = bf16_round(nd(rng));
+    const float ws = 1.f / sqrtf((float)Ni);
+    for (auto &v : pr.w)
+        v = bf16_round(nd(rng) * ws);
+    return pr;
+}
+
+/* float64 reference of output row b (all components, all columns) into ref[D][No]. */
+template <int ID> static void reference_row(const Problem &pr, int b, std::vector<double> &ref)
+{
+    constexpr int D = AlgebraTraits<ID>::D;
+    constexpr auto &pl = Plans<ID>::pair;
+    const int B = pr.B, Ni = pr.Ni, No = pr.No;
+    ref.assign((size_t)D * No, 0.0);
+    std::vector<double> z(Ni);
+    for (int q = 0; q < pl.np; ++q) {
+        const int j = pl.pj[q], p = pl.pp[q];
+        for (int k = 0; k < Ni; ++k) {
+            double s = 0;
+            for (int u = pl.tbegin[q]; u < pl.tbegin[q + 1]; ++u) {
+                const int code = pl.code[u], i = code & 15, kk = (code >> 4) & 15;
+                s += ((code >> 8) ? -1.0 : 1.0) * pr.x[((size_t)i * B + b) * Ni + k] * pr.y[((size_t)kk * B + b) * Ni + k];
+            }
+            z[k] = s;
+        }
+        for (int k = 0; k < Ni; ++k)
+            for (int n = 0; n < No; ++n)
+                ref[(size_t)j * No + n] += z[k] * pr.w[((size_t)p * Ni + k) * No + n];
+    }
+}
+
+template <int ID, int MODE, int NTV> struct Run {
+    using C = Cfg<ID, MODE, NTV>;
+    using E = Elem<MODE>;
+    E *x = nullptr, *y = nullptr, *wt = nullptr;
+    float *out = nullptr;
+    const Problem &pr;
+
+    explicit Run(const Problem &p) : pr(p)
+    {
+        constexpr int P = C::P;
+        const int B = pr.B, Ni = pr.Ni, No = pr.No;
+        std::vector<E> hx(pr.x.size()), hy(pr.y.size()), hw((size_t)P * No * Ni);
+        for (size_t i = 0; i < hx.size(); ++i)
+            hx[i] = (E)pr.x[i], hy[i] = (E)pr.y[i];
+        for (int p = 0; p < P; ++p)
+            for (int n = 0; n < No; ++n)
+                for (int k0 = 0; k0 < Ni; k0 += C::KS)
+                    for (int L = 0; L < C::KS; ++L)
+                        hw[((size_t)p * No + n) * Ni + k0 + L] = (E)pr.w[((size_t)p * Ni + k0 + phys_col(MODE, L)) * No + n];
+        CK(cudaMalloc(&x, hx.size() * sizeof(E)));
+        CK(cudaMalloc(&y, hy.size() * sizeof(E)));
+        CK(cudaMalloc(&wt, hw.size() * sizeof(E)));
+        CK(cudaMalloc(&out, (size_t)C::D * B * No * 4));
+        CK(cudaMemcpy(x, hx.data(), hx.size() * sizeof(E), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(y, hy.data(), hy.size() * sizeof(E), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(wt, hw.data(), hw.size() * sizeof(E), cudaMemcpyHostToDevice));
+        CK(cudaMemset(out, 0xff, (size_t)C::D * B * No * 4)); /* NaN: unwritten outputs show */
+        CK(cudaFuncSetAttribute(fwd_kernel<ID, MODE, NTV>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+    }
+    ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(out); }
+    void launch(cudaStream_t st = 0)
+    {
+        dim3 grid(pr.No / C::NT, pr.B / C::BM);
+        fwd_kernel<ID, MODE, NTV><<<grid, C::THREADS, C::SMEM, st>>>(x, y, wt, out, pr.B, pr.Ni, pr.No);
+    }
+    /* relative Frobenius error over the rows checked */
+    double check(const std::vector<int> &rows)
+    {
+        const int B = pr.B, No = pr.No;
+        std::vector<float> h((size_t)C::D * B * No);
+        CK(cudaMemcpy(h.data(), out, h.size() * 4, cudaMemcpyDeviceToHost));
+        double num = 0, den = 0;
+        int shown = 0;
+        std::vector<double> ref;
+        for (int b : rows) {
+            reference_row<ID>(pr, b, ref);
+            for (int j = 0; j < C::D; ++j)
+                for (int n = 0; n < No; ++n) {
+                    const double r = ref[(size_t)j * No + n], v = h[((size_t)j * B + b) * No + n];
+                    const double e = v - r;
+                    num += e * e, den += r * r;
+                    if (!(fabs(e) <= 0.05 * (fabs(r) + 1)) && shown++ < 4)
+                        printf("    out[%d][%d][%d] = %g, expected %g\n", j, b, n, v, r);
+                }
+        }
+        return sqrt(num / (den > 0 ? den : 1));
+    }
+    double time_ms(int reps)
+    {
+        cudaEvent_t a, b;
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        for (int i = 0; i < 3; ++i)
+            launch();
+        CK(cudaEventRecord(a));
+        for (int i = 0; i < reps; ++i)
+            launch();
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        cudaEventDestroy(a), cudaEventDestroy(b);
+        return ms / reps;
+    }
+};
+
+#ifdef WITH_CUBLAS
+/* The yardstick: T' products (B x Ni) @ (Ni x No) in the same precision, one batched call. */
+static double cublas_ms(int mode, int T, int B, int Ni, int No, int reps)
+{
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS)
+        return -1;
+    const size_t es = mode == kTF32 ? 4 : 2;
+    void *a, *b, *c;
+    CK(cudaMalloc(&a, (size_t)T * B * Ni * es));
+    CK(cudaMalloc(&b, (size_t)T * Ni * No * es));
+    CK(cudaMalloc(&c, (size_t)T * B * No * 4));
+    CK(cudaMemset(a, 0, (size_t)T * B * Ni * es));
+    CK(cudaMemset(b, 0, (size_t)T * Ni * No * es));
+    const float one = 1.f, zero = 0.f;
+    const cudaDataType ty = mode == kTF32 ? CUDA_R_32F : CUDA_R_16BF;
+    const cublasComputeType_t ct = mode == kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    auto call = [&] { /* column-major: C^T (No x B) = W^T (No x Ni) * Z^T (Ni x B) */
+        return cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, No, B, Ni, &one, b, ty, No, (long long)Ni * No, a,
+                                          ty, Ni, (long long)B * Ni, &zero, c, CUDA_R_32F, No, (long long)B * No, T, ct,
+                                          CUBLAS_GEMM_DEFAULT);
+    };
+    double ms = -1;
+    if (call() == CUBLAS_STATUS_SUCCESS) {
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        for (int i = 0; i < 3; ++i)
+            call();
+        CK(cudaEventRecord(e0));
+        for (int i = 0; i < reps; ++i)
+            call();
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float f;
+        CK(cudaEventElapsedTime(&f, e0, e1));
+        ms = f / reps;
+        cudaEventDestroy(e0), cudaEventDestroy(e1);
+    }
+    cudaFree(a), cudaFree(b), cudaFree(c), cublasDestroy(h);
+    return ms;
+}
+#endif
+
+template <int ID, int MODE, int NTV = 0> static bool fcgp_case(const char *name, bool timing)
+{
+    using C = Cfg<ID, MODE, NTV>;
+    const char *mname = MODE == kTF32 ? "tf32" : "bf16";
+    const double tol = MODE == kTF32 ? 2e-3 : 2e-2;
+    bool ok = true;
+    { /* every row of a small shape: two column blocks, several K steps */
+        Problem pr = make_problem<ID>(128, 4 * C::KS, 2 * C::NT, 11);
+        Run<ID, MODE, NTV> r(pr);
+        r.launch();
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        std::vector<int> rows(pr.B);
+        for (int b = 0; b < pr.B; ++b)
+            rows[b] = b;
+        const double e = r.check(rows);
+        ok = e < tol;
+        printf("fcgp fwd %s %s NT %d B %d Ni %d No %d: rel err %.2e (tol %.0e) %s\n", name, mname, C::NT, pr.B, pr.Ni, pr.No, e, tol,
+               ok ? "ok" : "FAIL");
+    }
+    if (!timing)
+        return ok;
+    const int B = 4096, Ni = 512, No = 512, T = Plans<ID>::pair.np;
+    Problem pr = make_problem<ID>(B, Ni, No, 12);
+    Run<ID, MODE, NTV> r(pr);
+    r.launch();
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    const double e = r.check({0, 1, 63, 64, 1000, 2047, 3001, 4095});
+    const bool ok2 = e < tol;
+    const double ms = r.time_ms(20), tf = 2.0 * T * B * Ni * No / (ms * 1e-3) / 1e12;
+    printf("fcgp fwd %s %s NT %d B %d Ni %d No %d: rel err %.2e (8 rows) %s; %.3f ms, %.0f TF/s", name, mname, C::NT, B, Ni, No, e,
+           ok2 ? "ok" : "FAIL", ms, tf);
+#ifdef WITH_CUBLAS
+    const double bm = cublas_ms(MODE, T, B, Ni, No, 20);
+    if (bm > 0)
+        printf("; cuBLAS batched %d products %.3f ms (%.0f TF/s): ratio %.2fx", T, bm,
+               2.0 * T * B * Ni * No / (bm * 1e-3) / 1e12, ms / bm);
+#endif
+    printf("\n");
+    return ok && ok2;
+}
+
+int main(int argc, char **argv)
+{
+    const bool timing = !(argc > 1 && !strcmp(argv[1], "--check"));
+    int dev;
+    cudaDeviceProp prop;
+    CK(cudaGetDevice(&dev));
+    CK(cudaGetDeviceProperties(&prop, dev));
+    printf("%s, %d SMs, sm_%d%d\n", prop.name, prop.multiProcessorCount, prop.major, prop.minor);
+    bool ok = true;
+    /* (lbo, sbo) = (128, 256): K chunks adjacent, 8-row groups 256 bytes apart;
+     * (1024, 128): 8-row groups adjacent, the second K chunk after all 64 rows */
+    ok &= gemm_check<kTF32>(128, 256);
+    ok &= gemm_check<kTF32>(1024, 128);
+    ok &= gemm_check<kBF16>(128, 256);
+    ok &= gemm_check<kBF16>(1024, 128);
+    ok &= fcgp_case<1, kTF32>("Cl(3,0)", timing);
+    ok &= fcgp_case<1, kBF16>("Cl(3,0)", timing);
+    ok &= fcgp_case<1, kTF32, 32>("Cl(3,0)", timing); /* 64 accumulators: wgmma not serialized */
+    ok &= fcgp_case<1, kBF16, 32>("Cl(3,0)", timing);
+    ok &= fcgp_case<0, kTF32>("Cl(2,0)", timing);
+    ok &= fcgp_case<0, kBF16>("Cl(2,0)", timing);
+    printf("wgmma_lab: %s\n", ok ? "PASS" : "FAIL");
+    return ok ? 0 : 1;
+}
