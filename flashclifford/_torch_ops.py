@@ -228,7 +228,8 @@ for _name in ("gelu_sgp_norm", "gelu_fcgp_norm"):
 # --- eager fast path ---------------------------------------------------------------------------
 # Going through the dispatcher into a Python kernel and register_autograd's generic
 # machinery costs more host time than these kernels take at small sizes. In plain eager
-# mode the public functions call the same impls through an autograd.Function instead;
+# mode the public functions call the same impls through an autograd.Function instead (or
+# directly, when no input needs a gradient);
 # under torch.compile, fake tensors, tensor subclasses, modes or functorch transforms they
 # use the registered op, which those systems understand.
 
@@ -253,6 +254,12 @@ def _require_tensors(**named):
             raise TypeError(f"{name}: expected a torch.Tensor, got "
                             f"{type(t).__module__}.{type(t).__qualname__} "
                             "(flashclifford.ops takes any DLPack array)")
+
+
+def _needs_grad(*tensors) -> bool:
+    # without a graph to record, autograd.Function.apply is pure host cost (a third of an
+    # eager forward call at small sizes): the impl is called directly
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 def _autocast(tensors, device):
@@ -308,6 +315,8 @@ def gelu_sgp_norm(x, y, weight, algebra, normalize: bool = True, *, gate: bool =
     algebra, normalize, gate = kernel_id(algebra), bool(normalize), bool(gate)
     if _plain(x, y, weight):
         x, y, weight = _autocast((x, y, weight), x.device)
+        if not _needs_grad(x, y, weight):
+            return _sgp_impl(x, y, weight, algebra, normalize, gate)[0]
         return _SGP.apply(x, y, weight, algebra, normalize, gate)
     return torch.ops.flashclifford.gelu_sgp_norm(x, y, weight, algebra, normalize, gate)[0]
 
@@ -334,5 +343,7 @@ def gelu_fcgp_norm(x, y, weight, algebra, normalize: bool = True, precision=None
     normalize, gate = bool(normalize), bool(gate)
     if _plain(x, y, weight):
         x, y, weight = _autocast((x, y, weight), x.device)
+        if not _needs_grad(x, y, weight):
+            return _fcgp_impl(x, y, weight, algebra, normalize, precision, gate)[0]
         return _FCGP.apply(x, y, weight, algebra, normalize, precision, gate)
     return torch.ops.flashclifford.gelu_fcgp_norm(x, y, weight, algebra, normalize, precision, gate)[0]

@@ -109,6 +109,23 @@ def test_registered_op_and_eager_path_agree_without_gate(op):
         fused(op, x, y, w, alg, True, "highest", False)  # gate is keyword-only
 
 
+@pytest.mark.parametrize("op", OPS)
+def test_forward_without_grad_skips_autograd_and_matches(op):
+    # no input needs a gradient (or grad mode is off): the eager path calls the impl directly;
+    # the output equals the autograd path's bitwise and carries no graph
+    alg = fc.Algebra(3)
+    x, y, w = make(op, alg, B=4, n_in=6, n_out=5, dtype=torch.float32, seed=3)
+    with_graph = fused(op, *(t.clone().requires_grad_() for t in (x, y, w)), alg, True)
+    plain = fused(op, x, y, w, alg, True)
+    with torch.no_grad():
+        no_grad = fused(op, *(t.clone().requires_grad_() for t in (x, y, w)), alg, True)
+    assert with_graph.grad_fn is not None and plain.grad_fn is None and no_grad.grad_fn is None
+    assert not plain.requires_grad and not no_grad.requires_grad
+    for out in (plain, no_grad):
+        torch.testing.assert_close(out, with_graph.detach(), rtol=0, atol=0)
+    assert rel_err(plain.numpy(), ref_np(op, x, y, w, alg, True)) <= 1e-5
+
+
 @pytest.mark.parametrize("gate", GATES)
 @pytest.mark.parametrize("op", OPS)
 def test_compile_fullgraph_forward_backward(op, gate):
