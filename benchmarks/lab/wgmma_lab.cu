@@ -10,7 +10,8 @@
  *
  *   nvcc -std=c++17 -O3 -I csrc -gencode=arch=compute_90a,code=sm_90a \
  *        benchmarks/lab/wgmma_lab.cu -o wgmma_lab [-DWITH_CUBLAS -lcublas]
- *   ./wgmma_lab
+ *   ./wgmma_lab             checks and timing      ./wgmma_lab --check    checks only (sanitizers)
+ *   ./wgmma_lab --profile   timing with and without the tile copies (and one launch each for ncu)
  *
  * Kernel (fwd): a block owns 64 rows x NT = 512 / D output columns of all D components and
  * has two warpgroups; warpgroup w owns components [w D/2, (w+1) D/2), so its accumulators are
@@ -267,10 +268,12 @@ __device__ __forceinline__ void load_step(unsigned char *buf, const Elem<MODE> *
 }
 
 /* xg, yg (D, B, Ni); wt (P, No, Ni) = W^T with K permuted inside each step; out (D, B, No)
- * fp32. B % 64 == 0, No % NT == 0, Ni % KS == 0 (the lab's shapes). */
+ * fp32. B % 64 == 0, No % NT == 0, Ni % KS == 0 (the lab's shapes). Steps from `loads` on
+ * copy nothing and reuse stale stages: a timing floor without the tile traffic (--profile). */
 template <int ID, int MODE, int NTV>
 __global__ void __launch_bounds__(256, 1)
-    fwd_kernel(const Elem<MODE> *xg, const Elem<MODE> *yg, const Elem<MODE> *wt, float *out, int B, int Ni, int No)
+    fwd_kernel(const Elem<MODE> *xg, const Elem<MODE> *yg, const Elem<MODE> *wt, float *out, int B, int Ni, int No,
+               int loads)
 {
     using C = Cfg<ID, MODE, NTV>;
     constexpr int D = C::D;
@@ -294,7 +297,7 @@ __global__ void __launch_bounds__(256, 1)
         asm volatile("cp.async.wait_group 1;\n" ::: "memory"); /* step s has landed */
         wg::fence_proxy_async();
         __syncthreads(); /* ... for every thread; and step s - 1's buffer is free */
-        if (s + 2 < steps)
+        if (s + 2 < steps && s + 2 < loads)
             load_step<ID, MODE, NTV>(smem + ((s + 2) % C::STAGES) * C::STAGE, xg, yg, wt, B, Ni, No, m0, n0, s + 2);
         cp_commit();
         const unsigned char *buf = smem + (s % C::STAGES) * C::STAGE;
@@ -406,10 +409,11 @@ template <int ID, int MODE, int NTV> struct Run {
         CK(cudaFuncSetAttribute(fwd_kernel<ID, MODE, NTV>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
     }
     ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(out); }
+    int loads = 1 << 30;
     void launch(cudaStream_t st = 0)
     {
         dim3 grid(pr.No / C::NT, pr.B / C::BM);
-        fwd_kernel<ID, MODE, NTV><<<grid, C::THREADS, C::SMEM, st>>>(x, y, wt, out, pr.B, pr.Ni, pr.No);
+        fwd_kernel<ID, MODE, NTV><<<grid, C::THREADS, C::SMEM, st>>>(x, y, wt, out, pr.B, pr.Ni, pr.No, loads);
     }
     /* relative Frobenius error over the rows checked */
     double check(const std::vector<int> &rows)
@@ -539,9 +543,35 @@ template <int ID, int MODE, int NTV = 0> static bool fcgp_case(const char *name,
     return ok && ok2;
 }
 
+/* --profile: the timing shape once (for ncu), then timed with and without the tile copies */
+template <int ID, int MODE, int NTV = 0> static void profile(const char *name)
+{
+    using C = Cfg<ID, MODE, NTV>;
+    const int B = 4096, Ni = 512, No = 512, T = Plans<ID>::pair.np;
+    Problem pr = make_problem<ID>(B, Ni, No, 12);
+    Run<ID, MODE, NTV> r(pr);
+    r.launch();
+    CK(cudaDeviceSynchronize());
+    const double full = r.time_ms(20);
+    r.loads = 2;
+    const double floor_ms = r.time_ms(20);
+    const double gflop = 2.0 * T * B * Ni * No / 1e9;
+    const double bytes = (double)(2 * C::XB + C::WB) * (Ni / C::KS) * (B / C::BM) * (No / C::NT); /* into shared memory */
+    printf("profile %s %s NT %d: %.3f ms (%.0f TF/s, tiles %.2f TB/s into shared memory); without tile copies %.3f ms "
+           "(%.0f TF/s)\n",
+           name, MODE == kTF32 ? "tf32" : "bf16", C::NT, full, gflop / full, bytes / full / 1e9, floor_ms, gflop / floor_ms);
+}
+
 int main(int argc, char **argv)
 {
     const bool timing = !(argc > 1 && !strcmp(argv[1], "--check"));
+    if (argc > 1 && !strcmp(argv[1], "--profile")) {
+        profile<1, kTF32>("Cl(3,0)");
+        profile<1, kBF16>("Cl(3,0)");
+        profile<0, kTF32>("Cl(2,0)");
+        profile<0, kBF16>("Cl(2,0)");
+        return 0;
+    }
     int dev;
     cudaDeviceProp prop;
     CK(cudaGetDevice(&dev));
