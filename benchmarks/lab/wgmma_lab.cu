@@ -12,6 +12,7 @@
  *        benchmarks/lab/wgmma_lab.cu -o wgmma_lab [-DWITH_CUBLAS -lcublas]
  *   ./wgmma_lab             checks and timing      ./wgmma_lab --check    checks only (sanitizers)
  *   ./wgmma_lab --profile   timing with and without the tile copies (and one launch each for ncu)
+ *   ./wgmma_lab --tma       the TMA / cluster-multicast kernels only
  *
  * Kernel (fwd): a block owns 64 rows x NT = 512 / D output columns of all D components and
  * has two warpgroups; warpgroup w owns components [w D/2, (w+1) D/2), so its accumulators are
@@ -30,7 +31,10 @@
 
 #include <cuda_bf16.h>
 
+#include <cudaTypedefs.h>
+
 #include "../../csrc/cuda/fcgp_plans.cuh"
+#include "../../csrc/cuda/tma.cuh"
 #include "../../csrc/cuda/wgmma.cuh"
 
 #ifdef WITH_CUBLAS
@@ -202,10 +206,17 @@ template <int ID, int MODE, int Q> __device__ __forceinline__ void form_pair(uin
     }
 }
 
+/* Where path p's W^T tile of a step lies: at w_smem + p * PATH, K chunks LBO apart, 8-row
+ * groups SBO apart. cp.async ring: each path's two chunks together; TMA: chunk 0 of every
+ * path, then chunk 1 of every path (one box a chunk). */
+template <int PATH, int LBO_, int SBO_> struct WLayout {
+    static constexpr int path = PATH, lbo = LBO_, sbo = SBO_;
+};
+
 /* One warpgroup's step: for each of its components, form the A fragments of all its
  * pairs, fence, issue the wgmmas (one per pair) on that component's accumulators, and wait
  * for them before the next component forms its A fragments. */
-template <int ID, int MODE, int NTV, int WG>
+template <int ID, int MODE, int NTV, int WG, class WL>
 __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg<ID, MODE, NTV>::NT / 2],
                                         const Frags<AlgebraTraits<ID>::D> &f, uint32_t w_smem)
 {
@@ -219,7 +230,7 @@ __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg
         static_for<nq>([&](auto u) {
             constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
             wg::MmaRS<MODE, C::NT>::run(acc[decltype(jj)::value], a[decltype(u)::value],
-                                        wg::desc_kmajor(w_smem + p * C::NT * 32, C::LBO, C::SBO), 1);
+                                        wg::desc_kmajor(w_smem + p * WL::path, WL::lbo, WL::sbo), 1);
         });
         /* A registers are reused by the next component: at most one component's wgmmas in
          * flight (the other warpgroup keeps the tensor cores busy meanwhile) */
@@ -267,6 +278,36 @@ __device__ __forceinline__ void load_step(unsigned char *buf, const Elem<MODE> *
     }
 }
 
+/* This thread's x, y fragments of a step from the stage's x and y tiles ([component][row][32 bytes]). */
+template <int D, int BM>
+__device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs, const unsigned char *ys, int r0, int t)
+{
+#pragma unroll
+    for (int c = 0; c < D; ++c)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            f.x[c][h] = *(const uint2 *)(xs + (c * BM + r0 + 8 * h) * 32 + t * 8);
+            f.y[c][h] = *(const uint2 *)(ys + (c * BM + r0 + 8 * h) * 32 + t * 8);
+        }
+}
+
+/* The accumulators of components j0 .. j0 + JW - 1 (D fragment layout) into out (D, B, No). */
+template <int JW, int NT>
+__device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], float *out, int B, int No, int j0, int row, int n0, int t)
+{
+#pragma unroll
+    for (int j = 0; j < JW; ++j)
+        wg::fence_operands(acc[j]);
+#pragma unroll
+    for (int jj = 0; jj < JW; ++jj)
+#pragma unroll
+        for (int cc = 0; cc < NT / 8; ++cc)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                *(float2 *)(out + ((size_t)(j0 + jj) * B + row + 8 * h) * No + n0 + 8 * cc + 2 * t) =
+                    make_float2(acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
+}
+
 /* xg, yg (D, B, Ni); wt (P, No, Ni) = W^T with K permuted inside each step; out (D, B, No)
  * fp32. B % 64 == 0, No % NT == 0, Ni % KS == 0 (the lab's shapes). Steps from `loads` on
  * copy nothing and reuse stale stages: a timing floor without the tile traffic (--profile). */
@@ -276,6 +317,7 @@ __global__ void __launch_bounds__(256, 1)
                int loads)
 {
     using C = Cfg<ID, MODE, NTV>;
+    using WRing = WLayout<C::NT * 32, C::LBO, C::SBO>;
     constexpr int D = C::D;
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
@@ -302,34 +344,112 @@ __global__ void __launch_bounds__(256, 1)
         cp_commit();
         const unsigned char *buf = smem + (s % C::STAGES) * C::STAGE;
         Frags<D> f;
-        const int r0 = 16 * warp + g;
-#pragma unroll
-        for (int c = 0; c < D; ++c)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                f.x[c][h] = *(const uint2 *)(buf + (c * C::BM + r0 + 8 * h) * 32 + t * 8);
-                f.y[c][h] = *(const uint2 *)(buf + C::XB + (c * C::BM + r0 + 8 * h) * 32 + t * 8);
-            }
+        load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
         const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
         if (wgi == 0)
-            wg_step<ID, MODE, NTV, 0>(acc, f, w_smem);
+            wg_step<ID, MODE, NTV, 0, WRing>(acc, f, w_smem);
         else
-            wg_step<ID, MODE, NTV, 1>(acc, f, w_smem);
+            wg_step<ID, MODE, NTV, 1, WRing>(acc, f, w_smem);
     }
+    store_out<C::JW, C::NT>(acc, out, B, No, wgi * C::JW, m0 + 16 * warp + g, n0, t);
+}
+
+/* ------------------------------------------------------------------ 2b. TMA and clusters */
+/* The same forward with the tiles brought by the copy engine (tma.cuh): x and y one 3-D box
+ * each (KS columns, 64 rows, D components: the [component][row][32 bytes] tiles of the ring),
+ * W^T one box a 16-byte K chunk (T, NT, P): chunk 0 of every path, then chunk 1, so a path's
+ * tile has lbo = P NT 16 and sbo = 128. In a CN x CM cluster (CN column blocks share rows, CM
+ * row blocks share columns) each tile is copied once and multicast: with CN = 2 one CTA
+ * brings x and the other y; with CM = 2 one brings W chunk 0 and the other chunk 1; every CTA
+ * expects the whole stage on its own "full" mbarrier. Thread 0 produces: at step s it refills
+ * the buffer step s - 1 used with step s - 1 + STAGES, once every consumer warpgroup of the
+ * cluster has arrived on its "empty" mbarrier for that buffer. */
+template <int ID, int MODE, int CN, int CM>
+__global__ void __launch_bounds__(256, 1)
+    fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
+                   const __grid_constant__ CUtensorMap wmap, float *out, int B, int Ni, int No)
+{
+    using C = Cfg<ID, MODE, 0>;
+    constexpr int D = C::D, P = C::P, S = C::STAGES, T = 16 / sizeof(Elem<MODE>), CS = CN * CM;
+    constexpr int WCH = P * C::NT * 16; /* one K chunk of every path */
+    using WT = WLayout<C::NT * 16, WCH, 128>;
+    static_assert(CN <= 2 && CM <= 2, "one CTA a tile half");
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint64_t *full = (uint64_t *)(smem + S * C::STAGE), *empty = full + S;
+    const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
+    const int n0 = blockIdx.x * C::NT, m0 = blockIdx.y * C::BM, steps = Ni / C::KS;
+    const uint32_t rank = CS > 1 ? tma::cluster_rank() : 0;
+    const int cx = (int)rank % CN, cy = (int)rank / CN;
+    if (cx != (int)blockIdx.x % CN || cy != (int)blockIdx.y % CM)
+        __trap(); /* the masks below assume ranks x-fastest over the cluster's blocks */
+    const uint16_t row_mask = (uint16_t)(((1u << CN) - 1) << (cy * CN)); /* the CTAs with my rows */
+    uint16_t col_mask = 0;                                               /* ... with my columns */
+    for (int i = 0; i < CM; ++i)
+        col_mask |= (uint16_t)(1u << (cx + i * CN));
+    if (tid == 0) {
+        for (int b = 0; b < S; ++b) {
+            tma::mbar_init(&full[b], 1);
+            tma::mbar_init(&empty[b], 2 * CS);
+        }
+        tma::fence_mbar_init();
+    }
+    if constexpr (CS > 1)
+        tma::cluster_sync(); /* every mbarrier of the cluster initialised before any copy */
+    else
+        __syncthreads();
+
+    auto issue = [&](int s) { /* thread 0: this CTA's share of step s into buffer s % S */
+        unsigned char *buf = smem + (s % S) * C::STAGE;
+        uint64_t *bar = &full[s % S];
+        tma::mbar_arrive_expect_tx(bar, C::STAGE);
+        const int k0 = s * C::KS;
+        if constexpr (CN == 1) {
+            tma::load_3d(buf, &xmap, k0, m0, 0, bar);
+            tma::load_3d(buf + C::XB, &ymap, k0, m0, 0, bar);
+        } else {
+            tma::load_3d_multicast(buf + cx * C::XB, cx ? &ymap : &xmap, k0, m0, 0, bar, row_mask);
+        }
+        if constexpr (CM == 1) {
+            tma::load_3d(buf + 2 * C::XB, &wmap, k0, n0, 0, bar);
+            tma::load_3d(buf + 2 * C::XB + WCH, &wmap, k0 + T, n0, 0, bar);
+        } else {
+            tma::load_3d_multicast(buf + 2 * C::XB + cy * WCH, &wmap, k0 + cy * T, n0, 0, bar, col_mask);
+        }
+    };
+    if (tid == 0)
+        for (int s = 0; s < S && s < steps; ++s)
+            issue(s);
+
+    float acc[C::JW][C::NT / 2];
 #pragma unroll
     for (int j = 0; j < C::JW; ++j)
-        wg::fence_operands(acc[j]);
-    const int row = m0 + 16 * warp + g;
 #pragma unroll
-    for (int jj = 0; jj < C::JW; ++jj) {
-        const int j = wgi * C::JW + jj;
-#pragma unroll
-        for (int cc = 0; cc < C::NT / 8; ++cc)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-                *(float2 *)(out + ((size_t)j * B + row + 8 * h) * No + n0 + 8 * cc + 2 * t) =
-                    make_float2(acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
+        for (int i = 0; i < C::NT / 2; ++i)
+            acc[j][i] = 0.f;
+    for (int s = 0; s < steps; ++s) {
+        if (tid == 0 && s >= 1 && s - 1 + S < steps) {
+            tma::mbar_wait(&empty[(s - 1) % S], ((s - 1) / S) & 1);
+            issue(s - 1 + S);
+        }
+        tma::mbar_wait(&full[s % S], (s / S) & 1);
+        const unsigned char *buf = smem + (s % S) * C::STAGE;
+        Frags<D> f;
+        load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
+        const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
+        if (wgi == 0)
+            wg_step<ID, MODE, 0, 0, WT>(acc, f, w_smem);
+        else
+            wg_step<ID, MODE, 0, 1, WT>(acc, f, w_smem);
+        /* this warpgroup's wgmmas have completed, so all four warps have used their fragments
+         * and the W tiles: release the buffer to every producer that writes into it */
+        if (tid % 128 == 0)
+            for (int r = 0; r < CS; ++r)
+                tma::mbar_arrive_cluster(&empty[s % S], (uint32_t)r);
     }
+    if constexpr (CS > 1)
+        tma::cluster_sync(); /* no CTA leaves while a peer may still signal its mbarriers */
+    store_out<C::JW, C::NT>(acc, out, B, No, wgi * C::JW, m0 + 16 * warp + g, n0, t);
 }
 
 /* ------------------------------------------------------------------ host side */
@@ -379,6 +499,31 @@ template <int ID> static void reference_row(const Problem &pr, int b, std::vecto
     }
 }
 
+/* cuTensorMapEncodeTiled from the driver through the runtime (no libcuda link). */
+static CUtensorMap make_map_3d(void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1, uint64_t d2,
+                               uint32_t b0, uint32_t b1, uint32_t b2)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    if (!encode) {
+        cudaDriverEntryPointQueryResult q;
+        CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000, cudaEnableDefault, &q));
+        if (q != cudaDriverEntryPointSuccess || !encode) {
+            fprintf(stderr, "cuTensorMapEncodeTiled not found\n");
+            exit(2);
+        }
+    }
+    CUtensorMap m;
+    const cuuint64_t dims[3] = {d0, d1, d2}, strides[2] = {d0 * es, d0 * d1 * es};
+    const cuuint32_t box[3] = {b0, b1, b2}, elem[3] = {1, 1, 1};
+    const CUresult r = encode(&m, ty, 3, base, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "cuTensorMapEncodeTiled: error %d\n", (int)r);
+        exit(2);
+    }
+    return m;
+}
+
 template <int ID, int MODE, int NTV> struct Run {
     using C = Cfg<ID, MODE, NTV>;
     using E = Elem<MODE>;
@@ -409,6 +554,32 @@ template <int ID, int MODE, int NTV> struct Run {
         CK(cudaFuncSetAttribute(fwd_kernel<ID, MODE, NTV>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
     }
     ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(out); }
+
+    /* the TMA kernel in a CN x CM cluster (1 x 1: no cluster) */
+    template <int CN, int CM> void launch_tma()
+    {
+        constexpr auto T = 16 / sizeof(E);
+        constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+        const int B = pr.B, Ni = pr.Ni, No = pr.No;
+        const CUtensorMap xm = make_map_3d(x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
+        const CUtensorMap ym = make_map_3d(y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
+        const CUtensorMap wm = make_map_3d(wt, ty, sizeof(E), Ni, No, C::P, T, C::NT, C::P);
+        auto kern = fwd_tma_kernel<ID, MODE, CN, CM>;
+        const int smem = C::SMEM + 1024 + 2 * C::STAGES * 8;
+        CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(No / C::NT, B / C::BM);
+        cfg.blockDim = dim3(C::THREADS);
+        cfg.dynamicSmemBytes = smem;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CN;
+        attr[0].val.clusterDim.y = CM;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        CK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, out, B, Ni, No));
+    }
     int loads = 1 << 30;
     void launch(cudaStream_t st = 0)
     {
@@ -439,14 +610,18 @@ template <int ID, int MODE, int NTV> struct Run {
     }
     double time_ms(int reps)
     {
+        return time_ms(reps, [&] { launch(); });
+    }
+    template <class L> double time_ms(int reps, L &&call)
+    {
         cudaEvent_t a, b;
         CK(cudaEventCreate(&a));
         CK(cudaEventCreate(&b));
         for (int i = 0; i < 3; ++i)
-            launch();
+            call();
         CK(cudaEventRecord(a));
         for (int i = 0; i < reps; ++i)
-            launch();
+            call();
         CK(cudaEventRecord(b));
         CK(cudaEventSynchronize(b));
         float ms;
@@ -543,6 +718,42 @@ template <int ID, int MODE, int NTV = 0> static bool fcgp_case(const char *name,
     return ok && ok2;
 }
 
+/* The TMA kernel in a CN x CM cluster: every row of a small shape, then the timing shape
+ * beside the cp.async kernel of the same run. */
+template <int ID, int MODE, int CN, int CM> static bool tma_case(const char *name, bool timing)
+{
+    using C = Cfg<ID, MODE, 0>;
+    const char *mname = MODE == kTF32 ? "tf32" : "bf16";
+    const double tol = MODE == kTF32 ? 2e-3 : 2e-2;
+    Problem small = make_problem<ID>(256, 8 * C::KS, 2 * C::NT, 21); /* 8 steps: every buffer refilled */
+    Run<ID, MODE, 0> r(small);
+    r.template launch_tma<CN, CM>();
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    std::vector<int> rows(small.B);
+    for (int b = 0; b < small.B; ++b)
+        rows[b] = b;
+    const double e = r.check(rows);
+    bool ok = e < tol;
+    if (!timing) {
+        printf("tma fwd %s %s cluster %dx%d B %d Ni %d No %d: rel err %.2e %s\n", name, mname, CN, CM, small.B, small.Ni,
+               small.No, e, ok ? "ok" : "FAIL");
+        return ok;
+    }
+    const int B = 4096, Ni = 512, No = 512, T = Plans<ID>::pair.np;
+    Problem pr = make_problem<ID>(B, Ni, No, 12);
+    Run<ID, MODE, 0> big(pr);
+    big.template launch_tma<CN, CM>();
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    const double e2 = big.check({0, 1, 63, 64, 1000, 2047, 3001, 4095});
+    ok = ok && e2 < tol;
+    const double ms = big.time_ms(20, [&] { big.template launch_tma<CN, CM>(); }), ring = big.time_ms(20);
+    printf("tma fwd %s %s cluster %dx%d: rel err %.2e small, %.2e large %s; %.3f ms (%.0f TF/s), cp.async ring %.3f ms\n",
+           name, mname, CN, CM, e, e2, ok ? "ok" : "FAIL", ms, 2.0 * T * B * Ni * No / (ms * 1e-3) / 1e12, ring);
+    return ok;
+}
+
 /* --profile: the timing shape once (for ncu), then timed with and without the tile copies */
 template <int ID, int MODE, int NTV = 0> static void profile(const char *name)
 {
@@ -578,6 +789,9 @@ int main(int argc, char **argv)
     CK(cudaGetDeviceProperties(&prop, dev));
     printf("%s, %d SMs, sm_%d%d\n", prop.name, prop.multiProcessorCount, prop.major, prop.minor);
     bool ok = true;
+    const bool tma_only = argc > 1 && !strcmp(argv[1], "--tma");
+    if (tma_only)
+        goto tma_cases;
     /* (lbo, sbo) = (128, 256): K chunks adjacent, 8-row groups 256 bytes apart;
      * (1024, 128): 8-row groups adjacent, the second K chunk after all 64 rows */
     ok &= gemm_check<kTF32>(128, 256);
@@ -590,6 +804,15 @@ int main(int argc, char **argv)
     ok &= fcgp_case<1, kBF16, 32>("Cl(3,0)", timing);
     ok &= fcgp_case<0, kTF32>("Cl(2,0)", timing);
     ok &= fcgp_case<0, kBF16>("Cl(2,0)", timing);
+tma_cases:
+    ok &= tma_case<1, kTF32, 1, 1>("Cl(3,0)", timing);
+    ok &= tma_case<1, kTF32, 2, 1>("Cl(3,0)", timing);
+    ok &= tma_case<1, kTF32, 1, 2>("Cl(3,0)", timing);
+    ok &= tma_case<1, kTF32, 2, 2>("Cl(3,0)", timing);
+    ok &= tma_case<1, kBF16, 1, 1>("Cl(3,0)", timing);
+    ok &= tma_case<1, kBF16, 2, 2>("Cl(3,0)", timing);
+    ok &= tma_case<0, kTF32, 2, 2>("Cl(2,0)", timing);
+    ok &= tma_case<0, kBF16, 2, 2>("Cl(2,0)", timing);
     printf("wgmma_lab: %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
 }

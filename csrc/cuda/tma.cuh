@@ -1,0 +1,134 @@
+/* tma.cuh — Hopper (sm_90) bulk tensor copies, mbarriers and thread-block clusters, for the
+ * tile pipelines of the FCGP kernels:
+ *  - a stage's tiles arrive by cp.async.bulk.tensor (one instruction a tile, issued by one
+ *    thread), optionally multicast to several CTAs of a cluster, each completing bytes on the
+ *    same-offset mbarrier of every destination CTA;
+ *  - consumers wait on that "full" mbarrier's phase, and release the stage by arriving on the
+ *    "empty" mbarriers of the CTAs that write into it (remote arrives through mapa).
+ * Below sm_90 the functions trap; launchers must not select the kernels that call them.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h> /* CUtensorMap (a 128-byte opaque struct; no driver library is linked) */
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define FC_HAVE_TMA 1
+#else
+#define FC_HAVE_TMA 0
+#endif
+
+namespace fc {
+namespace tma {
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count)
+{
+#if FC_HAVE_TMA
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+#else
+    __trap();
+#endif
+}
+
+/* Makes mbarrier initialisation visible to the other CTAs of the cluster (and to the copy
+ * engine) before the cluster barrier that follows it. */
+__device__ __forceinline__ void fence_mbar_init()
+{
+#if FC_HAVE_TMA
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
+/* One arrival that also expects `bytes` more to complete on this phase. */
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+#if FC_HAVE_TMA
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+
+/* Wait until the phase with this parity has completed. */
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+#if FC_HAVE_TMA
+    asm volatile("{\n.reg .pred done;\n"
+                 "WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra WAIT_%=;\n}\n" ::"r"(smem_addr(bar)),
+                 "r"(parity)
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+
+/* Arrive (release, cluster scope) on the mbarrier at the same offset in CTA `rank` of this
+ * cluster; rank may be this CTA's own. */
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
+{
+#if FC_HAVE_TMA
+    asm volatile("{\n.reg .b32 remote;\n"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+                 "r"(rank)
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+
+/* Every thread of every CTA of the cluster (a __syncthreads across the cluster). */
+__device__ __forceinline__ void cluster_sync()
+{
+#if FC_HAVE_TMA
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+    __trap();
+#endif
+}
+
+/* This CTA's rank in its cluster (x fastest). */
+__device__ __forceinline__ uint32_t cluster_rank()
+{
+    uint32_t r = 0;
+#if FC_HAVE_TMA
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+    return r;
+}
+
+/* Copy the box at (c0, c1, c2) of a 3-D tensor map into shared memory at dst (128-byte
+ * aligned), completing its bytes on `bar`; with a mask, into the same offset of every CTA of
+ * the mask (bit = cluster rank), completing on each one's mbarrier at bar's offset. */
+__device__ __forceinline__ void load_3d(void *dst, const CUtensorMap *map, int c0, int c1, int c2, uint64_t *bar)
+{
+#if FC_HAVE_TMA
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+                 "[%5];\n" ::"r"(smem_addr(dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+__device__ __forceinline__ void load_3d_multicast(void *dst, const CUtensorMap *map, int c0, int c1, int c2,
+                                                  uint64_t *bar, uint16_t mask)
+{
+#if FC_HAVE_TMA
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                 "[%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_addr(dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)), "h"(mask)
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+
+} // namespace tma
+} // namespace fc
