@@ -24,6 +24,7 @@
 
 #include "../../csrc/cuda/fcgp.cu"
 #include "../../csrc/cuda/runtime.cu"
+#include "lab_check.h"
 
 extern "C" {
 static char lab_msg[512];
@@ -37,14 +38,6 @@ void fc_set_error(const char *fmt, ...)
 const char *fc_error_message(void) { return lab_msg; }
 }
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 using std::vector;
 typedef std::vector<double> vec;
@@ -63,7 +56,6 @@ static Alg make_alg(int id)
     Alg r;
     r.tb = fc::make_table(m[0], m[1], m[2], m[3], m[4]);
     memset(&r.a, 0, sizeof r.a);
-    r.a.gate = 1;
     r.a.id = id;
     r.a.name = names[id];
     r.a.n = r.tb.n, r.a.D = r.tb.D, r.a.G = r.tb.G, r.a.P = r.tb.P, r.a.T = r.tb.T;

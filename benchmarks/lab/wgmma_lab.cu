@@ -36,19 +36,12 @@
 #include "../../csrc/cuda/fcgp_plans.cuh"
 #include "../../csrc/cuda/tma.cuh"
 #include "../../csrc/cuda/wgmma.cuh"
+#include "lab_check.h"
 
 #ifdef WITH_CUBLAS
 #include <cublas_v2.h>
 #endif
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 using namespace fc;
 using namespace fc::fcgp;
@@ -499,6 +492,25 @@ template <int ID> static void reference_row(const Problem &pr, int b, std::vecto
     }
 }
 
+/* Mean time of `reps` back-to-back calls after 3 warm-up calls, by CUDA events. */
+template <class L> static double event_ms(int reps, L &&call)
+{
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; ++i)
+        call();
+    CK(cudaEventRecord(a));
+    for (int i = 0; i < reps; ++i)
+        call();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a), cudaEventDestroy(b);
+    return ms / reps;
+}
+
 /* cuTensorMapEncodeTiled from the driver through the runtime (no libcuda link). */
 static CUtensorMap make_map_3d(void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1, uint64_t d2,
                                uint32_t b0, uint32_t b1, uint32_t b2)
@@ -610,25 +622,9 @@ template <int ID, int MODE, int NTV> struct Run {
     }
     double time_ms(int reps)
     {
-        return time_ms(reps, [&] { launch(); });
+        return event_ms(reps, [&] { launch(); });
     }
-    template <class L> double time_ms(int reps, L &&call)
-    {
-        cudaEvent_t a, b;
-        CK(cudaEventCreate(&a));
-        CK(cudaEventCreate(&b));
-        for (int i = 0; i < 3; ++i)
-            call();
-        CK(cudaEventRecord(a));
-        for (int i = 0; i < reps; ++i)
-            call();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        cudaEventDestroy(a), cudaEventDestroy(b);
-        return ms / reps;
-    }
+    template <class L> double time_ms(int reps, L &&call) { return event_ms(reps, call); }
 };
 
 #ifdef WITH_CUBLAS
@@ -653,23 +649,7 @@ static double cublas_ms(int mode, int T, int B, int Ni, int No, int reps)
                                           ty, Ni, (long long)B * Ni, &zero, c, CUDA_R_32F, No, (long long)B * No, T, ct,
                                           CUBLAS_GEMM_DEFAULT);
     };
-    double ms = -1;
-    if (call() == CUBLAS_STATUS_SUCCESS) {
-        cudaEvent_t e0, e1;
-        CK(cudaEventCreate(&e0));
-        CK(cudaEventCreate(&e1));
-        for (int i = 0; i < 3; ++i)
-            call();
-        CK(cudaEventRecord(e0));
-        for (int i = 0; i < reps; ++i)
-            call();
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float f;
-        CK(cudaEventElapsedTime(&f, e0, e1));
-        ms = f / reps;
-        cudaEventDestroy(e0), cudaEventDestroy(e1);
-    }
+    const double ms = call() == CUBLAS_STATUS_SUCCESS ? event_ms(reps, call) : -1;
     cudaFree(a), cudaFree(b), cudaFree(c), cublasDestroy(h);
     return ms;
 }
