@@ -284,6 +284,15 @@ __device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs,
         }
 }
 
+template <int JW, int N> __device__ __forceinline__ void zero(float (&acc)[JW][N])
+{
+#pragma unroll
+    for (int j = 0; j < JW; ++j)
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            acc[j][i] = 0.f;
+}
+
 /* The accumulators of components j0 .. j0 + JW - 1 (D fragment layout) into out (D, B, No). */
 template <int JW, int NT>
 __device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], float *out, int B, int No, int j0, int row, int n0, int t)
@@ -317,11 +326,7 @@ __global__ void __launch_bounds__(256, 1)
     const int n0 = blockIdx.x * C::NT, m0 = blockIdx.y * C::BM, steps = Ni / C::KS;
 
     float acc[C::JW][C::NT / 2];
-#pragma unroll
-    for (int j = 0; j < C::JW; ++j)
-#pragma unroll
-        for (int i = 0; i < C::NT / 2; ++i)
-            acc[j][i] = 0.f;
+    zero(acc);
 
     load_step<ID, MODE, NTV>(smem, xg, yg, wt, B, Ni, No, m0, n0, 0);
     cp_commit();
@@ -415,11 +420,7 @@ __global__ void __launch_bounds__(256, 1)
             issue(s);
 
     float acc[C::JW][C::NT / 2];
-#pragma unroll
-    for (int j = 0; j < C::JW; ++j)
-#pragma unroll
-        for (int i = 0; i < C::NT / 2; ++i)
-            acc[j][i] = 0.f;
+    zero(acc);
     for (int s = 0; s < steps; ++s) {
         if (tid == 0 && s >= 1 && s - 1 + S < steps) {
             tma::mbar_wait(&empty[(s - 1) % S], ((s - 1) / S) & 1);
