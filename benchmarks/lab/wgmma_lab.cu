@@ -8,6 +8,7 @@
  *     float64 CPU reference (every row on a small shape, sampled rows on the timing shape),
  *     then timed against the same T' products in cuBLAS (batched, same precision).
  *
+ *   bash benchmarks/lab/run_wgmma_lab.sh      (build, every mode below, SASS, sanitizers; NCU=1: ncu)
  *   nvcc -std=c++17 -O3 -I csrc -gencode=arch=compute_90a,code=sm_90a \
  *        benchmarks/lab/wgmma_lab.cu -o wgmma_lab [-DWITH_CUBLAS -lcublas]
  *   ./wgmma_lab             checks and timing      ./wgmma_lab --check    checks only (sanitizers)
