@@ -233,6 +233,7 @@ for _name in ("gelu_sgp_norm", "gelu_fcgp_norm"):
 # under torch.compile, fake tensors, tensor subclasses, modes or functorch transforms they
 # use the registered op, which those systems understand.
 
+import torch.autograd.forward_ad as _fw_ad  # noqa: E402
 from torch.utils._python_dispatch import is_in_torch_dispatch_mode  # noqa: E402
 
 
@@ -258,7 +259,11 @@ def _require_tensors(**named):
 
 def _needs_grad(*tensors) -> bool:
     # without a graph to record, autograd.Function.apply is pure host cost (a third of an
-    # eager forward call at small sizes): the impl is called directly
+    # eager forward call at small sizes): the impl is called directly. Inside a forward-mode
+    # AD level, inputs may carry tangents without requiring grad: those go through the
+    # Function, which refuses them (no jvp) instead of dropping the tangent.
+    if getattr(_fw_ad, "_current_level", 0) >= 0:
+        return True
     return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 

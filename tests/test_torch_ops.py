@@ -124,6 +124,10 @@ def test_forward_without_grad_skips_autograd_and_matches(op):
     for out in (plain, no_grad):
         torch.testing.assert_close(out, with_graph.detach(), rtol=0, atol=0)
     assert rel_err(plain.numpy(), ref_np(op, x, y, w, alg, True)) <= 1e-5
+    # a forward-mode tangent needs no requires_grad: it must be refused, not dropped
+    import torch.autograd.forward_ad as fw_ad
+    with fw_ad.dual_level(), pytest.raises(NotImplementedError, match="jvp"):
+        fused(op, fw_ad.make_dual(x, torch.ones_like(x)), y, w, alg, True)
 
 
 @pytest.mark.parametrize("gate", GATES)
