@@ -285,6 +285,34 @@ __device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs,
         }
 }
 
+/* MVGELU on this thread's fragments (SPEC: xg_i = x_i Phi(x_0), Phi from erf): every
+ * component at a position times Phi of component 0 there. 2-byte values go through fp32. */
+template <int MODE, int D> __device__ __forceinline__ void gate_frags(uint2 (&v)[D][2])
+{
+    const auto phi = [](float u) { return 0.5f * (1.f + erff(u * 0.70710678118654752f)); };
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        if constexpr (MODE == kTF32) {
+            const float g0 = phi(__uint_as_float(v[0][h].x)), g1 = phi(__uint_as_float(v[0][h].y));
+#pragma unroll
+            for (int c = 0; c < D; ++c) /* the gates were taken from the raw component 0 above */
+                v[c][h] = make_uint2(__float_as_uint(__uint_as_float(v[c][h].x) * g0),
+                                     __float_as_uint(__uint_as_float(v[c][h].y) * g1));
+        } else {
+            const __nv_bfloat162 *z = (const __nv_bfloat162 *)&v[0][h];
+            const float2 a = __bfloat1622float2(z[0]), b = __bfloat1622float2(z[1]);
+            const float gs[4] = {phi(a.x), phi(a.y), phi(b.x), phi(b.y)};
+#pragma unroll
+            for (int c = 0; c < D; ++c) {
+                __nv_bfloat162 *e = (__nv_bfloat162 *)&v[c][h];
+                const float2 p = __bfloat1622float2(e[0]), q = __bfloat1622float2(e[1]);
+                e[0] = __floats2bfloat162_rn(p.x * gs[0], p.y * gs[1]);
+                e[1] = __floats2bfloat162_rn(q.x * gs[2], q.y * gs[3]);
+            }
+        }
+    }
+}
+
 template <int JW, int N> __device__ __forceinline__ void zero(float (&acc)[JW][N])
 {
 #pragma unroll
@@ -362,8 +390,9 @@ __global__ void __launch_bounds__(256, 1)
  * brings x and the other y; with CM = 2 one brings W chunk 0 and the other chunk 1; every CTA
  * expects the whole stage on its own "full" mbarrier. Thread 0 produces: at step s it refills
  * the buffer step s - 1 used with step s - 1 + STAGES, once every consumer warpgroup of the
- * cluster has arrived on its "empty" mbarrier for that buffer. */
-template <int ID, int MODE, int CN, int CM>
+ * cluster has arrived on its "empty" mbarrier for that buffer. GATE: MVGELU applied to the
+ * fragments as they are loaded (each warpgroup gates the positions it reads). */
+template <int ID, int MODE, int CN, int CM, bool GATE>
 __global__ void __launch_bounds__(256, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, float *out, int B, int Ni, int No)
@@ -431,6 +460,10 @@ __global__ void __launch_bounds__(256, 1)
         const unsigned char *buf = smem + (s % S) * C::STAGE;
         Frags<D> f;
         load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
+        if constexpr (GATE) {
+            gate_frags<MODE, D>(f.x);
+            gate_frags<MODE, D>(f.y);
+        }
         const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
         if (wgi == 0)
             wg_step<ID, MODE, 0, 0, WT>(acc, f, w_smem);
@@ -468,6 +501,22 @@ template <int ID> static Problem make_problem(int B, int Ni, int No, unsigned se
     for (auto &v : pr.w)
         v = bf16_round(nd(rng) * ws);
     return pr;
+}
+
+/* The problem with MVGELU applied to x and y (float64 math, stored in float): the reference
+ * inputs of a kernel that gates as it loads. */
+template <int ID> static Problem gated(const Problem &pr)
+{
+    constexpr int D = AlgebraTraits<ID>::D;
+    Problem g = pr;
+    const size_t plane = (size_t)pr.B * pr.Ni;
+    for (std::vector<float> *v : {&g.x, &g.y})
+        for (size_t e = 0; e < plane; ++e) {
+            const double phi = 0.5 * (1.0 + erf((*v)[e] / sqrt(2.0))); /* from the raw component 0 */
+            for (int c = 0; c < D; ++c)
+                (*v)[c * plane + e] = (float)((*v)[c * plane + e] * phi);
+        }
+    return g;
 }
 
 /* float64 reference of output row b (all components, all columns) into ref[D][No]. */
@@ -570,7 +619,7 @@ template <int ID, int MODE, int NTV> struct Run {
     ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(out); }
 
     /* the TMA kernel in a CN x CM cluster (1 x 1: no cluster) */
-    template <int CN, int CM> void launch_tma()
+    template <int CN, int CM, bool GATE = false> void launch_tma()
     {
         constexpr auto T = 16 / sizeof(E);
         constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
@@ -578,7 +627,7 @@ template <int ID, int MODE, int NTV> struct Run {
         const CUtensorMap xm = make_map_3d(x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
         const CUtensorMap ym = make_map_3d(y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
         const CUtensorMap wm = make_map_3d(wt, ty, sizeof(E), Ni, No, C::P, T, C::NT, C::P);
-        auto kern = fwd_tma_kernel<ID, MODE, CN, CM>;
+        auto kern = fwd_tma_kernel<ID, MODE, CN, CM, GATE>;
         const int smem = C::SMEM + 1024 + 2 * C::STAGES * 8;
         CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         cudaLaunchConfig_t cfg = {};
@@ -601,7 +650,9 @@ template <int ID, int MODE, int NTV> struct Run {
         fwd_kernel<ID, MODE, NTV><<<grid, C::THREADS, C::SMEM, st>>>(x, y, wt, out, pr.B, pr.Ni, pr.No, loads);
     }
     /* relative Frobenius error over the rows checked */
-    double check(const std::vector<int> &rows)
+    /* against the reference of `ref` (default: the inputs themselves; the gated inputs when
+     * the kernel applies MVGELU) */
+    double check(const std::vector<int> &rows, const Problem *ref_inputs = nullptr)
     {
         const int B = pr.B, No = pr.No;
         std::vector<float> h((size_t)C::D * B * No);
@@ -610,7 +661,7 @@ template <int ID, int MODE, int NTV> struct Run {
         int shown = 0;
         std::vector<double> ref;
         for (int b : rows) {
-            reference_row<ID>(pr, b, ref);
+            reference_row<ID>(ref_inputs ? *ref_inputs : pr, b, ref);
             for (int j = 0; j < C::D; ++j)
                 for (int n = 0; n < No; ++n) {
                     const double r = ref[(size_t)j * No + n], v = h[((size_t)j * B + b) * No + n];
@@ -736,6 +787,35 @@ template <int ID, int MODE, int CN, int CM> static bool tma_case(const char *nam
     return ok;
 }
 
+/* MVGELU applied in the TMA kernel's fragment loads, without and with a 2 x 2 cluster:
+ * every row of a small shape against the reference on gated inputs. */
+template <int ID, int MODE> static bool gate_case(const char *name)
+{
+    using C = Cfg<ID, MODE, 0>;
+    const double tol = MODE == kTF32 ? 2e-3 : 2e-2;
+    Problem small = make_problem<ID>(256, 8 * C::KS, 2 * C::NT, 31);
+    const Problem ref = gated<ID>(small);
+    std::vector<int> rows(small.B);
+    for (int b = 0; b < small.B; ++b)
+        rows[b] = b;
+    Run<ID, MODE, 0> r(small);
+    bool ok = true;
+    for (int v = 0; v < 2; ++v) {
+        CK(cudaMemset(r.out, 0xff, (size_t)C::D * small.B * small.No * 4));
+        if (v == 0)
+            r.template launch_tma<1, 1, true>();
+        else
+            r.template launch_tma<2, 2, true>();
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        const double e = r.check(rows, &ref);
+        ok = ok && e < tol;
+        printf("tma fwd with MVGELU %s %s cluster %s: rel err %.2e (tol %.0e) %s\n", name,
+               MODE == kTF32 ? "tf32" : "bf16", v ? "2x2" : "1x1", e, tol, e < tol ? "ok" : "FAIL");
+    }
+    return ok;
+}
+
 /* --profile: the timing shape once (for ncu), then timed with and without the tile copies */
 template <int ID, int MODE, int NTV = 0> static void profile(const char *name)
 {
@@ -795,6 +875,9 @@ tma_cases:
     ok &= tma_case<1, kBF16, 2, 2>("Cl(3,0)", timing);
     ok &= tma_case<0, kTF32, 2, 2>("Cl(2,0)", timing);
     ok &= tma_case<0, kBF16, 2, 2>("Cl(2,0)", timing);
+    ok &= gate_case<1, kTF32>("Cl(3,0)");
+    ok &= gate_case<1, kBF16>("Cl(3,0)");
+    ok &= gate_case<0, kTF32>("Cl(2,0)");
     printf("wgmma_lab: %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
 }
