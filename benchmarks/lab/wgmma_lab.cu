@@ -322,7 +322,9 @@ template <int JW, int N> __device__ __forceinline__ void zero(float (&acc)[JW][N
             acc[j][i] = 0.f;
 }
 
-/* The accumulators of components j0 .. j0 + JW - 1 (D fragment layout) into out (D, B, No). */
+/* The accumulators of components j0 .. j0 + JW - 1 (D fragment layout) into out (D, B, No):
+ * rows past B and columns past No (a tile's tail) are not written; pairs of columns go as
+ * one 8-byte store when No is even. */
 template <int JW, int NT>
 __device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], float *out, int B, int No, int j0, int row, int n0, int t)
 {
@@ -334,9 +336,19 @@ __device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], float *out, 
 #pragma unroll
         for (int cc = 0; cc < NT / 8; ++cc)
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-                *(float2 *)(out + ((size_t)(j0 + jj) * B + row + 8 * h) * No + n0 + 8 * cc + 2 * t) =
-                    make_float2(acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
+            for (int h = 0; h < 2; ++h) {
+                const int r = row + 8 * h, c = n0 + 8 * cc + 2 * t;
+                if (r >= B || c >= No)
+                    continue;
+                float *o = out + ((size_t)(j0 + jj) * B + r) * No + c;
+                if (c + 1 < No && No % 2 == 0)
+                    *(float2 *)o = make_float2(acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
+                else {
+                    o[0] = acc[jj][4 * cc + 2 * h];
+                    if (c + 1 < No)
+                        o[1] = acc[jj][4 * cc + 2 * h + 1];
+                }
+            }
 }
 
 /* xg, yg (D, B, Ni); wt (P, No, Ni) = W^T with K permuted inside each step; out (D, B, No)
@@ -432,7 +444,7 @@ __device__ __forceinline__ void norm_share(const float (&acc)[AlgebraTraits<ID>:
 /* the owned grades' |t| summed over the block's columns, one partial a (row, grade) */
 template <int ID, int WG, int NT>
 __device__ __forceinline__ void norm_rows(const float (&acc)[AlgebraTraits<ID>::D / 2][NT / 2], const float *tx,
-                                          float *partial, int B, int row0, int wtid, int t)
+                                          float *partial, int B, int colblocks, int row0, int wtid, int t)
 {
     constexpr int G = AlgebraTraits<ID>::G, GS = GradeSplit<ID>::split, JW = AlgebraTraits<ID>::D / 2;
     static_for<G>([&](auto gg) {
@@ -450,7 +462,7 @@ __device__ __forceinline__ void norm_rows(const float (&acc)[AlgebraTraits<ID>::
             for (int h = 0; h < 2; ++h) {
                 rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 1);
                 rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 2);
-                if (t == 0)
+                if (t == 0 && row0 + 8 * h < B && (int)blockIdx.x < colblocks)
                     partial[((size_t)blockIdx.x * B + row0 + 8 * h) * G + GR] = rs[h];
             }
         }
@@ -507,7 +519,9 @@ __global__ void __launch_bounds__(256, 1)
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint64_t *full = (uint64_t *)(smem + S * C::STAGE), *empty = full + S;
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
-    const int n0 = blockIdx.x * C::NT, m0 = blockIdx.y * C::BM, steps = Ni / C::KS;
+    /* K tails: the copy engine fills columns past N_in with zeros, and W^T's K is padded to a
+     * whole step with zeros (see Run), so a partial last step adds nothing spurious */
+    const int n0 = blockIdx.x * C::NT, m0 = blockIdx.y * C::BM, steps = (Ni + C::KS - 1) / C::KS;
     const uint32_t rank = CS > 1 ? tma::cluster_rank() : 0;
     const int cx = (int)rank % CN, cy = (int)rank / CN;
     if (cx != (int)blockIdx.x % CN || cy != (int)blockIdx.y % CM)
@@ -586,9 +600,9 @@ __global__ void __launch_bounds__(256, 1)
             norm_share<ID, C::NT>(acc, tx, tid % 128);
         __syncthreads();
         if (wgi == 0)
-            norm_rows<ID, 0, C::NT>(acc, tx, partial, B, m0 + 16 * warp + g, tid % 128, t);
+            norm_rows<ID, 0, C::NT>(acc, tx, partial, B, (No + C::NT - 1) / C::NT, m0 + 16 * warp + g, tid % 128, t);
         else
-            norm_rows<ID, 1, C::NT>(acc, tx, partial, B, m0 + 16 * warp + g, tid % 128, t);
+            norm_rows<ID, 1, C::NT>(acc, tx, partial, B, (No + C::NT - 1) / C::NT, m0 + 16 * warp + g, tid % 128, t);
     }
 }
 
@@ -709,15 +723,18 @@ template <int ID, int MODE, int NTV> struct Run {
     explicit Run(const Problem &p) : pr(p)
     {
         constexpr int P = C::P;
-        const int B = pr.B, Ni = pr.Ni, No = pr.No;
-        std::vector<E> hx(pr.x.size()), hy(pr.y.size()), hw((size_t)P * No * Ni);
+        const int B = pr.B, Ni = pr.Ni, No = pr.No, Nip = nip();
+        /* W^T (P, No, Nip): K permuted inside each step, padded with zeros to whole steps */
+        std::vector<E> hx(pr.x.size()), hy(pr.y.size()), hw((size_t)P * No * Nip, (E)0.f);
         for (size_t i = 0; i < hx.size(); ++i)
             hx[i] = (E)pr.x[i], hy[i] = (E)pr.y[i];
         for (int p = 0; p < P; ++p)
             for (int n = 0; n < No; ++n)
                 for (int k0 = 0; k0 < Ni; k0 += C::KS)
                     for (int L = 0; L < C::KS; ++L)
-                        hw[((size_t)p * No + n) * Ni + k0 + L] = (E)pr.w[((size_t)p * Ni + k0 + phys_col(MODE, L)) * No + n];
+                        if (k0 + phys_col(MODE, L) < Ni)
+                            hw[((size_t)p * No + n) * Nip + k0 + L] =
+                                (E)pr.w[((size_t)p * Ni + k0 + phys_col(MODE, L)) * No + n];
         CK(cudaMalloc(&x, hx.size() * sizeof(E)));
         CK(cudaMalloc(&y, hy.size() * sizeof(E)));
         CK(cudaMalloc(&wt, hw.size() * sizeof(E)));
@@ -729,6 +746,7 @@ template <int ID, int MODE, int NTV> struct Run {
         CK(cudaFuncSetAttribute(fwd_kernel<ID, MODE, NTV>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
     }
     ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(out); }
+    int nip() const { return (pr.Ni + C::KS - 1) / C::KS * C::KS; }
 
     /* the TMA kernel in a CN x CM cluster (1 x 1: no cluster) */
     template <int CN, int CM, bool GATE = false, bool NORM = false>
@@ -739,12 +757,15 @@ template <int ID, int MODE, int NTV> struct Run {
         const int B = pr.B, Ni = pr.Ni, No = pr.No;
         const CUtensorMap xm = make_map_3d(x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
         const CUtensorMap ym = make_map_3d(y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
-        const CUtensorMap wm = make_map_3d(wt, ty, sizeof(E), Ni, No, C::P, T, C::NT, C::P);
+        const CUtensorMap wm = make_map_3d(wt, ty, sizeof(E), nip(), No, C::P, T, C::NT, C::P);
         auto kern = fwd_tma_kernel<ID, MODE, CN, CM, GATE, NORM>;
         const int smem = C::SMEM + 1024 + 2 * C::STAGES * 8;
         CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(No / C::NT, B / C::BM);
+        /* tiles past the tensor (tails, and the grid rounded up to whole clusters) load zeros
+         * and store nothing */
+        const int gx = (No + C::NT - 1) / C::NT, gy = (B + C::BM - 1) / C::BM;
+        cfg.gridDim = dim3((gx + CN - 1) / CN * CN, (gy + CM - 1) / CM * CM);
         cfg.blockDim = dim3(C::THREADS);
         cfg.dynamicSmemBytes = smem;
         cudaLaunchAttribute attr[1];
@@ -756,7 +777,7 @@ template <int ID, int MODE, int NTV> struct Run {
         cfg.numAttrs = 1;
         CK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, out, partial, B, Ni, No));
         if constexpr (NORM)
-            norm_finalize<ID><<<B, 256>>>(out, norms, partial, B, No, No / C::NT);
+            norm_finalize<ID><<<B, 256>>>(out, norms, partial, B, No, gx);
     }
     int loads = 1 << 30;
     void launch(cudaStream_t st = 0)
@@ -932,14 +953,16 @@ template <int ID, int MODE> static bool gate_case(const char *name)
 }
 
 /* The whole forward (MVGELU, product, grade RMSNorm) with the TMA kernel, 1 x 1 and 2 x 2:
- * out and norms of every row of a small shape against the float64 reference. */
+ * out and norms of every row of a shape with tails in every dimension (B not a multiple of
+ * 64, N_in of the step, N_out of the tile; N_in != N_out) against the float64 reference. */
 template <int ID, int MODE> static bool norm_case(const char *name)
 {
     using C = Cfg<ID, MODE, 0>;
     constexpr int D = C::D, G = AlgebraTraits<ID>::G;
     constexpr auto &tb = AlgebraTraits<ID>::table;
     const double tol = MODE == kTF32 ? 2e-3 : 2e-2;
-    Problem small = make_problem<ID>(256, 8 * C::KS, 2 * C::NT, 41);
+    /* the copy engine needs 16-byte row strides: N_in a multiple of 4 (tf32) or 8 (bf16) */
+    Problem small = make_problem<ID>(200, 8 * C::KS - 16 / (int)sizeof(Elem<MODE>), 2 * C::NT - 24, 41);
     const Problem ref = gated<ID>(small);
     const int B = small.B, No = small.No;
     std::vector<double> o_ref((size_t)D * B * No), n_ref((size_t)B * G), row;
@@ -961,7 +984,7 @@ template <int ID, int MODE> static bool norm_case(const char *name)
     }
     Run<ID, MODE, 0> r(small);
     float *partial, *norms;
-    CK(cudaMalloc(&partial, (size_t)(No / C::NT) * B * G * 4));
+    CK(cudaMalloc(&partial, (size_t)((No + C::NT - 1) / C::NT) * B * G * 4));
     CK(cudaMalloc(&norms, (size_t)B * G * 4));
     bool ok = true;
     for (int v = 0; v < 2; ++v) {
@@ -984,8 +1007,9 @@ template <int ID, int MODE> static bool norm_case(const char *name)
         const double e1 = sqrt(eo / ro), e2 = sqrt(en / rn); /* NaN (unwritten) fails both */
         const bool good = e1 < tol && e2 < tol;
         ok = ok && good;
-        printf("tma fwd with MVGELU and norm %s %s cluster %s: rel err out %.2e, norms %.2e (tol %.0e) %s\n", name,
-               MODE == kTF32 ? "tf32" : "bf16", v ? "2x2" : "1x1", e1, e2, tol, good ? "ok" : "FAIL");
+        printf("tma fwd with MVGELU and norm %s %s cluster %s B %d Ni %d No %d: rel err out %.2e, norms %.2e (tol "
+               "%.0e) %s\n",
+               name, MODE == kTF32 ? "tf32" : "bf16", v ? "2x2" : "1x1", B, small.Ni, No, e1, e2, tol, good ? "ok" : "FAIL");
     }
     cudaFree(partial), cudaFree(norms);
     return ok;
