@@ -126,6 +126,10 @@ template <class T> __device__ __forceinline__ typename Compute<T>::type gate_gra
         return gelu_gate_grad(t);
 }
 
+/* The 32-bit shared-window address of a pointer into shared memory (cp.async, ldmatrix,
+ * mbarrier and tensor-copy operands). */
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
 template <class C> __device__ __forceinline__ C sign_of(C t) { return t > C(0) ? C(1) : (t < C(0) ? C(-1) : C(0)); }
 
 /* A barrier over the threads of one row group (threadIdx.y): named barrier 1 + threadIdx.y

@@ -15,8 +15,6 @@ enum Mode { kFMA = 0, kTF32 = 1, kBF16 = 2, kF16 = 3 };
 /* PTX helpers (sm_80+; cp.async falls back to plain copies below sm_80, the mma paths    */
 /* are refused by the launcher there).                                                    */
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
 /* Copy 16 bytes, of which the first src_bytes come from global memory and the rest are 0. */
 template <class E> __device__ __forceinline__ void copy16(E *dst, const E *src, int src_bytes)
 {

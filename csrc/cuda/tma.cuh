@@ -13,6 +13,8 @@
 
 #include <cuda.h> /* CUtensorMap (a 128-byte opaque struct; no driver library is linked) */
 
+#include "common.cuh"
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define FC_HAVE_TMA 1
 #else
@@ -22,12 +24,10 @@
 namespace fc {
 namespace tma {
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
 __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count)
 {
 #if FC_HAVE_TMA
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
 #else
     __trap();
 #endif
@@ -46,7 +46,7 @@ __device__ __forceinline__ void fence_mbar_init()
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
 {
 #if FC_HAVE_TMA
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
                  : "memory");
 #else
     __trap();
@@ -60,7 +60,7 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
     asm volatile("{\n.reg .pred done;\n"
                  "WAIT_%=:\n"
                  "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra WAIT_%=;\n}\n" ::"r"(smem_addr(bar)),
+                 "@!done bra WAIT_%=;\n}\n" ::"r"(smem_u32(bar)),
                  "r"(parity)
                  : "memory");
 #else
@@ -75,7 +75,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank
 #if FC_HAVE_TMA
     asm volatile("{\n.reg .b32 remote;\n"
                  "mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
                  "r"(rank)
                  : "memory");
 #else
@@ -110,8 +110,8 @@ __device__ __forceinline__ void load_3d(void *dst, const CUtensorMap *map, int c
 {
 #if FC_HAVE_TMA
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
-                 "[%5];\n" ::"r"(smem_addr(dst)),
-                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
+                 "[%5];\n" ::"r"(smem_u32(dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar))
                  : "memory");
 #else
     __trap();
@@ -122,8 +122,8 @@ __device__ __forceinline__ void load_3d_multicast(void *dst, const CUtensorMap *
 {
 #if FC_HAVE_TMA
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-                 "[%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_addr(dst)),
-                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)), "h"(mask)
+                 "[%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_u32(dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar)), "h"(mask)
                  : "memory");
 #else
     __trap();
