@@ -599,10 +599,11 @@ __global__ void __launch_bounds__(256, 1)
         if (wgi == 1)
             norm_share<ID, C::NT>(acc, tx, tid % 128);
         __syncthreads();
+        const int colblocks = (No + C::NT - 1) / C::NT;
         if (wgi == 0)
-            norm_rows<ID, 0, C::NT>(acc, tx, partial, B, (No + C::NT - 1) / C::NT, m0 + 16 * warp + g, tid % 128, t);
+            norm_rows<ID, 0, C::NT>(acc, tx, partial, B, colblocks, m0 + 16 * warp + g, tid % 128, t);
         else
-            norm_rows<ID, 1, C::NT>(acc, tx, partial, B, (No + C::NT - 1) / C::NT, m0 + 16 * warp + g, tid % 128, t);
+            norm_rows<ID, 1, C::NT>(acc, tx, partial, B, colblocks, m0 + 16 * warp + g, tid % 128, t);
     }
 }
 
@@ -643,6 +644,14 @@ template <int ID> static Problem gated(const Problem &pr)
                 (*v)[c * plane + e] = (float)((*v)[c * plane + e] * phi);
         }
     return g;
+}
+
+static std::vector<int> all_rows(int B)
+{
+    std::vector<int> rows(B);
+    for (int b = 0; b < B; ++b)
+        rows[b] = b;
+    return rows;
 }
 
 /* float64 reference of output row b (all components, all columns) into ref[D][No]. */
@@ -719,6 +728,7 @@ template <int ID, int MODE, int NTV> struct Run {
     E *x = nullptr, *y = nullptr, *wt = nullptr;
     float *out = nullptr;
     const Problem &pr;
+    CUtensorMap xm, ym, wm; /* the TMA kernel's views of x, y and W^T */
 
     explicit Run(const Problem &p) : pr(p)
     {
@@ -744,6 +754,10 @@ template <int ID, int MODE, int NTV> struct Run {
         CK(cudaMemcpy(wt, hw.data(), hw.size() * sizeof(E), cudaMemcpyHostToDevice));
         CK(cudaMemset(out, 0xff, (size_t)C::D * B * No * 4)); /* NaN: unwritten outputs show */
         CK(cudaFuncSetAttribute(fwd_kernel<ID, MODE, NTV>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+        constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+        xm = make_map_3d(x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
+        ym = make_map_3d(y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
+        wm = make_map_3d(wt, ty, sizeof(E), Nip, No, C::P, 16 / sizeof(E), C::NT, C::P);
     }
     ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(out); }
     int nip() const { return (pr.Ni + C::KS - 1) / C::KS * C::KS; }
@@ -752,15 +766,14 @@ template <int ID, int MODE, int NTV> struct Run {
     template <int CN, int CM, bool GATE = false, bool NORM = false>
     void launch_tma(float *partial = nullptr, float *norms = nullptr)
     {
-        constexpr auto T = 16 / sizeof(E);
-        constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         const int B = pr.B, Ni = pr.Ni, No = pr.No;
-        const CUtensorMap xm = make_map_3d(x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
-        const CUtensorMap ym = make_map_3d(y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
-        const CUtensorMap wm = make_map_3d(wt, ty, sizeof(E), nip(), No, C::P, T, C::NT, C::P);
         auto kern = fwd_tma_kernel<ID, MODE, CN, CM, GATE, NORM>;
         const int smem = C::SMEM + 1024 + 2 * C::STAGES * 8;
-        CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        static const bool opted_in = [&] { /* once a kernel */
+            CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+            return true;
+        }();
+        (void)opted_in;
         cudaLaunchConfig_t cfg = {};
         /* tiles past the tensor (tails, and the grid rounded up to whole clusters) load zeros
          * and store nothing */
@@ -785,9 +798,8 @@ template <int ID, int MODE, int NTV> struct Run {
         dim3 grid(pr.No / C::NT, pr.B / C::BM);
         fwd_kernel<ID, MODE, NTV><<<grid, C::THREADS, C::SMEM, st>>>(x, y, wt, out, pr.B, pr.Ni, pr.No, loads);
     }
-    /* relative Frobenius error over the rows checked */
-    /* against the reference of `ref` (default: the inputs themselves; the gated inputs when
-     * the kernel applies MVGELU) */
+    /* relative Frobenius error over the rows checked, against the reference of `ref_inputs`
+     * (default: the inputs themselves; the gated inputs when the kernel applies MVGELU) */
     double check(const std::vector<int> &rows, const Problem *ref_inputs = nullptr)
     {
         const int B = pr.B, No = pr.No;
@@ -813,7 +825,6 @@ template <int ID, int MODE, int NTV> struct Run {
     {
         return event_ms(reps, [&] { launch(); });
     }
-    template <class L> double time_ms(int reps, L &&call) { return event_ms(reps, call); }
 };
 
 #ifdef WITH_CUBLAS
@@ -856,9 +867,7 @@ template <int ID, int MODE, int NTV = 0> static bool fcgp_case(const char *name,
         r.launch();
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
-        std::vector<int> rows(pr.B);
-        for (int b = 0; b < pr.B; ++b)
-            rows[b] = b;
+        const std::vector<int> rows = all_rows(pr.B);
         const double e = r.check(rows);
         ok = e < tol;
         printf("fcgp fwd %s %s NT %d B %d Ni %d No %d: rel err %.2e (tol %.0e) %s\n", name, mname, C::NT, pr.B, pr.Ni, pr.No, e, tol,
@@ -899,9 +908,7 @@ template <int ID, int MODE, int CN, int CM> static bool tma_case(const char *nam
     r.template launch_tma<CN, CM>();
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
-    std::vector<int> rows(small.B);
-    for (int b = 0; b < small.B; ++b)
-        rows[b] = b;
+    const std::vector<int> rows = all_rows(small.B);
     const double e = r.check(rows);
     bool ok = e < tol;
     if (!timing) {
@@ -917,7 +924,7 @@ template <int ID, int MODE, int CN, int CM> static bool tma_case(const char *nam
     CK(cudaDeviceSynchronize());
     const double e2 = big.check({0, 1, 63, 64, 1000, 2047, 3001, 4095});
     ok = ok && e2 < tol;
-    const double ms = big.time_ms(20, [&] { big.template launch_tma<CN, CM>(); }), ring = big.time_ms(20);
+    const double ms = event_ms(20, [&] { big.template launch_tma<CN, CM>(); }), ring = big.time_ms(20);
     printf("tma fwd %s %s cluster %dx%d: rel err %.2e small, %.2e large %s; %.3f ms (%.0f TF/s), cp.async ring %.3f ms\n",
            name, mname, CN, CM, e, e2, ok ? "ok" : "FAIL", ms, 2.0 * T * B * Ni * No / (ms * 1e-3) / 1e12, ring);
     return ok;
@@ -931,9 +938,7 @@ template <int ID, int MODE> static bool gate_case(const char *name)
     const double tol = MODE == kTF32 ? 2e-3 : 2e-2;
     Problem small = make_problem<ID>(256, 8 * C::KS, 2 * C::NT, 31);
     const Problem ref = gated<ID>(small);
-    std::vector<int> rows(small.B);
-    for (int b = 0; b < small.B; ++b)
-        rows[b] = b;
+    const std::vector<int> rows = all_rows(small.B);
     Run<ID, MODE, 0> r(small);
     bool ok = true;
     for (int v = 0; v < 2; ++v) {
