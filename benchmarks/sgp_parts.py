@@ -19,32 +19,24 @@ import flashclifford as fc
 from flashclifford.bench.timing import Flusher, copy_bandwidth, measure
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from tune_sgp import parse_cells  # noqa: E402
+from tune_sgp import parse_cells, sgp_buffers  # noqa: E402
 
 
 def cases(alg, dtype, B, N):
     """[(name, fn, passes)] for one cell, and the bytes of one pass."""
-    table = fc._C.algebra_table(alg)
-    D, P, G = table["D"], table["P"], table["G"]
-    dt = getattr(torch, dtype)
-    g = torch.Generator(device="cuda").manual_seed(0)
-    x, y, go = (torch.randn(D, B, N, device="cuda", generator=g).to(dt) for _ in range(3))
-    w = torch.randn(N, P, device="cuda", generator=g).to(dt)
-    out, gx, gy = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
-    gw = torch.empty_like(w)
-    ndt = torch.float64 if dt == torch.float64 else torch.float32
-    norms = torch.empty(B, G, device="cuda", dtype=ndt)
-    s = torch.cuda.current_stream().cuda_stream
+    b = sgp_buffers(alg, dtype, B, N)
+    x, y, out = b.x, b.y, b.out
     ws = torch.empty(fc._C.workspace_size("sgp", True, alg, dtype, B, N, N), dtype=torch.uint8, device="cuda")
 
     def fwd(normalize, gate):
-        return lambda: fc._C.sgp_forward(x, y, w, alg, normalize, out=out, norms=norms, stream=s, gate=gate)
+        return lambda: fc._C.sgp_forward(x, y, b.w, alg, normalize, out=out, norms=b.norms, stream=b.s,
+                                         gate=gate)
 
     def bwd(normalize, gate):
         fwd(normalize, gate)()  # the norms of this setting
         return lambda: fc._C.sgp_backward(
-            go, x, y, w, alg, normalize, norms=norms, grad_x=gx, grad_y=gy, grad_weight=gw,
-            workspace=ws, stream=s, gate=gate,
+            b.go, x, y, b.w, alg, normalize, norms=b.norms, grad_x=b.gx, grad_y=b.gy, grad_weight=b.gw,
+            workspace=ws, stream=b.s, gate=gate,
         )  # fmt: skip
 
     return [

@@ -12,6 +12,7 @@ the default marked '*', as % of the device's copy bandwidth measured in the same
 import argparse
 import json
 import sys
+from types import SimpleNamespace
 
 import torch
 
@@ -36,17 +37,23 @@ def parse_cells(items):
     return cells
 
 
-def make_calls(alg, dtype, B, N):
+def sgp_buffers(alg, dtype, B, N):
+    """Seeded CUDA inputs x, y, go (D, B, N) and w (N, P) of one cell, the outputs and
+    gradients they need (out, norms, gx, gy, gw), and the current stream s."""
     table = fc._C.algebra_table(alg)
     D, P, G = table["D"], table["P"], table["G"]
     g = torch.Generator(device="cuda").manual_seed(0)
     dt = getattr(torch, dtype)
     x, y, go = (torch.randn(D, B, N, device="cuda", generator=g).to(dt) for _ in range(3))
     w = torch.randn(N, P, device="cuda", generator=g).to(dt)
-    out = torch.empty_like(x)
     norms = torch.empty(B, G, device="cuda", dtype=torch.float64 if dt == torch.float64 else torch.float32)
-    gx, gy, gw = torch.empty_like(x), torch.empty_like(x), torch.empty_like(w)
-    s = torch.cuda.current_stream().cuda_stream
+    return SimpleNamespace(x=x, y=y, go=go, w=w, out=torch.empty_like(x), norms=norms, gx=torch.empty_like(x),
+                           gy=torch.empty_like(x), gw=torch.empty_like(w),
+                           s=torch.cuda.current_stream().cuda_stream)
+
+
+def make_calls(alg, dtype, B, N):
+    b = sgp_buffers(alg, dtype, B, N)
     ws = [torch.empty(0, dtype=torch.uint8, device="cuda")]
 
     def fit_workspace():  # the forced shape's grid sets the backward's partials
@@ -55,26 +62,14 @@ def make_calls(alg, dtype, B, N):
             ws[0] = torch.empty(need, dtype=torch.uint8, device="cuda")
 
     def fwd():
-        fc._C.sgp_forward(x, y, w, alg, True, out=out, norms=norms, stream=s)
+        fc._C.sgp_forward(b.x, b.y, b.w, alg, True, out=b.out, norms=b.norms, stream=b.s)
 
     def bwd():
-        fc._C.sgp_backward(
-            go,
-            x,
-            y,
-            w,
-            alg,
-            True,
-            norms=norms,
-            grad_x=gx,
-            grad_y=gy,
-            grad_weight=gw,
-            workspace=ws[0],
-            stream=s,
-        )
+        fc._C.sgp_backward(b.go, b.x, b.y, b.w, alg, True, norms=b.norms, grad_x=b.gx, grad_y=b.gy,
+                           grad_weight=b.gw, workspace=ws[0], stream=b.s)
 
     fwd()
-    return {"fwd": (fwd, 3), "bwd": (bwd, 5)}, D * B * N * x.element_size(), fit_workspace
+    return {"fwd": (fwd, 3), "bwd": (bwd, 5)}, b.x.numel() * b.x.element_size(), fit_workspace
 
 
 def main(argv):
