@@ -48,10 +48,12 @@ _DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
+# is_cuda / get_device() rather than t.device: building a torch.device costs more than the rest
+# of these checks together, and a small eager call is host-bound (issue 3: <= 25 us a forward)
 def _stream(t: torch.Tensor):
-    if t.device.type != "cuda":
+    if not t.is_cuda:
         return None
-    return _raw_stream(t.device.index) if _raw_stream else torch.cuda.current_stream(t.device).cuda_stream
+    return _raw_stream(t.get_device()) if _raw_stream else torch.cuda.current_stream(t.device).cuda_stream
 
 
 def _compute_dtype(dtype):
@@ -64,7 +66,7 @@ def _norms_shape(x, algebra, normalize):
 
 
 def _workspace(op, backward, algebra, x, n_in, n_out, precision=0, gate=True):
-    if x.device.type != "cuda":
+    if not x.is_cuda:
         return None
     batch = math.prod(x.shape[1:-1])
     size = _C.workspace_size(op, backward, algebra, _DTYPE_NAMES.get(x.dtype, "float32"), batch, n_in, n_out,
@@ -74,19 +76,23 @@ def _workspace(op, backward, algebra, x, n_in, n_out, precision=0, gate=True):
 
 def _upcast_cpu_half(x, *others):
     """The CPU kernels compute float32/float64; half inputs are computed in float32 (SPEC)."""
-    return x.device.type == "cpu" and x.dtype in _HALF and all(t.dtype == x.dtype for t in others)
+    return x.is_cpu and x.dtype in _HALF and all(t.dtype == x.dtype for t in others)
 
 
 # --- SGP --------------------------------------------------------------------------------------
 
 
-def _sgp_impl(x, y, weight, algebra, normalize, gate=True):
+def _sgp_impl(x, y, weight, algebra, normalize, gate=True, keep_norms=True):
+    """keep_norms=False (an eager call with nothing to differentiate): the norms that only
+    backward reads are neither allocated nor written, and None is returned for them."""
     if _upcast_cpu_half(x, y, weight):
-        out, norms = _sgp_impl(x.float(), y.float(), weight.float(), algebra, normalize, gate)
+        out, norms = _sgp_impl(x.float(), y.float(), weight.float(), algebra, normalize, gate, keep_norms)
         return out.to(x.dtype), norms
     x, y, weight = x.contiguous(), y.contiguous(), weight.contiguous()
     out = torch.empty_like(x)
-    norms = x.new_empty(_norms_shape(x, algebra, normalize), dtype=_compute_dtype(x.dtype))
+    norms = None
+    if keep_norms:
+        norms = x.new_empty(_norms_shape(x, algebra, normalize), dtype=_compute_dtype(x.dtype))
     _C.sgp_forward(x, y, weight, algebra, normalize, out=out, norms=norms if normalize else None,
                    stream=_stream(x), gate=gate)
     return out, norms
@@ -109,13 +115,17 @@ def _sgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize, gate=T
 # --- FCGP -------------------------------------------------------------------------------------
 
 
-def _fcgp_impl(x, y, weight, algebra, normalize, precision, gate=True):
+def _fcgp_impl(x, y, weight, algebra, normalize, precision, gate=True, keep_norms=True):
+    """keep_norms: as _sgp_impl."""
     if _upcast_cpu_half(x, y, weight):
-        out, norms = _fcgp_impl(x.float(), y.float(), weight.float(), algebra, normalize, precision, gate)
+        out, norms = _fcgp_impl(x.float(), y.float(), weight.float(), algebra, normalize, precision, gate,
+                                keep_norms)
         return out.to(x.dtype), norms
     x, y, weight = x.contiguous(), y.contiguous(), weight.contiguous()
     out = x.new_empty((*x.shape[:-1], weight.shape[-1]) if weight.dim() == 3 else x.shape)
-    norms = x.new_empty(_norms_shape(out, algebra, normalize), dtype=_compute_dtype(x.dtype))
+    norms = None
+    if keep_norms:
+        norms = x.new_empty(_norms_shape(out, algebra, normalize), dtype=_compute_dtype(x.dtype))
     n_out = out.shape[-1]
     _C.fcgp_forward(x, y, weight, algebra, normalize, precision, out=out, norms=norms if normalize else None,
                     workspace=_workspace("fcgp", False, algebra, x, x.shape[-1], n_out, precision, gate),
@@ -237,10 +247,10 @@ import torch.autograd.forward_ad as _fw_ad  # noqa: E402
 from torch.utils._python_dispatch import is_in_torch_dispatch_mode  # noqa: E402
 
 
-def _plain(*tensors) -> bool:
+def _plain(x, y, weight) -> bool:
     return (
         not torch.compiler.is_compiling()
-        and all(type(t) is torch.Tensor for t in tensors)
+        and type(x) is torch.Tensor and type(y) is torch.Tensor and type(weight) is torch.Tensor
         and not torch._C._is_torch_function_mode_enabled()
         and not is_in_torch_dispatch_mode()
         and torch._C._functorch.peek_interpreter_stack() is None
@@ -257,18 +267,18 @@ def _require_tensors(**named):
                             "(flashclifford.ops takes any DLPack array)")
 
 
-def _needs_grad(*tensors) -> bool:
+def _needs_grad(x, y, weight) -> bool:
     # without a graph to record, autograd.Function.apply is pure host cost (a third of an
     # eager forward call at small sizes): the impl is called directly. Inside a forward-mode
     # AD level, inputs may carry tangents without requiring grad: those go through the
     # Function, which refuses them (no jvp) instead of dropping the tangent.
     if getattr(_fw_ad, "_current_level", 0) >= 0:
         return True
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    return torch.is_grad_enabled() and (x.requires_grad or y.requires_grad or weight.requires_grad)
 
 
-def _autocast(tensors, device):
-    if device.type == "cuda" and torch.is_autocast_enabled("cuda"):
+def _autocast(tensors):
+    if tensors[0].is_cuda and torch.is_autocast_enabled("cuda"):
         dtype = torch.get_autocast_dtype("cuda")
         return [t.to(dtype) if t.is_floating_point() else t for t in tensors]
     return tensors
@@ -319,9 +329,9 @@ def gelu_sgp_norm(x, y, weight, algebra, normalize: bool = True, *, gate: bool =
     _require_tensors(x=x, y=y, weight=weight)
     algebra, normalize, gate = kernel_id(algebra), bool(normalize), bool(gate)
     if _plain(x, y, weight):
-        x, y, weight = _autocast((x, y, weight), x.device)
+        x, y, weight = _autocast((x, y, weight))
         if not _needs_grad(x, y, weight):
-            return _sgp_impl(x, y, weight, algebra, normalize, gate)[0]
+            return _sgp_impl(x, y, weight, algebra, normalize, gate, keep_norms=False)[0]
         return _SGP.apply(x, y, weight, algebra, normalize, gate)
     return torch.ops.flashclifford.gelu_sgp_norm(x, y, weight, algebra, normalize, gate)[0]
 
@@ -347,8 +357,8 @@ def gelu_fcgp_norm(x, y, weight, algebra, normalize: bool = True, precision=None
     algebra, precision = kernel_id(algebra), precision_code(precision)
     normalize, gate = bool(normalize), bool(gate)
     if _plain(x, y, weight):
-        x, y, weight = _autocast((x, y, weight), x.device)
+        x, y, weight = _autocast((x, y, weight))
         if not _needs_grad(x, y, weight):
-            return _fcgp_impl(x, y, weight, algebra, normalize, precision, gate)[0]
+            return _fcgp_impl(x, y, weight, algebra, normalize, precision, gate, keep_norms=False)[0]
         return _FCGP.apply(x, y, weight, algebra, normalize, precision, gate)
     return torch.ops.flashclifford.gelu_fcgp_norm(x, y, weight, algebra, normalize, precision, gate)[0]

@@ -27,6 +27,10 @@ _ids: dict = {}
 
 def kernel_id(algebra) -> int:
     """The kernel id of an algebra given as an ``Algebra``, 2, 3 or a metric tuple."""
+    if type(algebra) is Algebra:  # the common case first: a small eager call is host-bound
+        i = algebra.id
+        if i is not None:
+            return i
     key = algebra if isinstance(algebra, (int, tuple)) else None
     if key is not None and key in _ids:
         return _ids[key]
