@@ -14,6 +14,7 @@
  *   ./wgmma_lab             checks and timing      ./wgmma_lab --check    checks only (sanitizers)
  *   ./wgmma_lab --profile   timing with and without the tile copies (and one launch each for ncu)
  *   ./wgmma_lab --tma       the TMA / cluster-multicast kernels only
+ *   ./wgmma_lab --tma-profile  one launch of each Cl(3,0) tf32 TMA shape (for ncu), then timings
  *
  * Kernel (fwd): a block owns 64 rows x NT = 512 / D output columns of all D components and
  * has two warpgroups; warpgroup w owns components [w D/2, (w+1) D/2), so its accumulators are
@@ -505,7 +506,7 @@ __global__ void norm_finalize(float *out, float *norms, const float *partial, in
  * cluster has arrived on its "empty" mbarrier for that buffer. GATE: MVGELU applied to the
  * fragments as they are loaded (each warpgroup gates the positions it reads). NORM: out holds
  * o and `partial` (No / NT, B, G) the grade partials; norm_finalize completes the norm. */
-template <int ID, int MODE, int CN, int CM, bool GATE, bool NORM>
+template <int ID, int MODE, int CN, int CM, bool GATE, bool NORM, bool MC = true>
 __global__ void __launch_bounds__(256, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, float *out, float *partial, int B, int Ni, int No)
@@ -547,13 +548,13 @@ __global__ void __launch_bounds__(256, 1)
         uint64_t *bar = &full[s % S];
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
         const int k0 = s * C::KS;
-        if constexpr (CN == 1) {
+        if constexpr (CN == 1 || !MC) {
             tma::load_3d(buf, &xmap, k0, m0, 0, bar);
             tma::load_3d(buf + C::XB, &ymap, k0, m0, 0, bar);
         } else {
             tma::load_3d_multicast(buf + cx * C::XB, cx ? &ymap : &xmap, k0, m0, 0, bar, row_mask);
         }
-        if constexpr (CM == 1) {
+        if constexpr (CM == 1 || !MC) {
             tma::load_3d(buf + 2 * C::XB, &wmap, k0, n0, 0, bar);
             tma::load_3d(buf + 2 * C::XB + WCH, &wmap, k0 + T, n0, 0, bar);
         } else {
@@ -763,11 +764,11 @@ template <int ID, int MODE, int NTV> struct Run {
     int nip() const { return (pr.Ni + C::KS - 1) / C::KS * C::KS; }
 
     /* the TMA kernel in a CN x CM cluster (1 x 1: no cluster) */
-    template <int CN, int CM, bool GATE = false, bool NORM = false>
-    void launch_tma(float *partial = nullptr, float *norms = nullptr)
+    /* its launch configuration; attr: storage for the cluster-shape attribute cfg points to */
+    template <int CN, int CM, bool GATE = false, bool NORM = false, bool MC = true>
+    cudaLaunchConfig_t tma_config(cudaLaunchAttribute *attr)
     {
-        const int B = pr.B, Ni = pr.Ni, No = pr.No;
-        auto kern = fwd_tma_kernel<ID, MODE, CN, CM, GATE, NORM>;
+        auto kern = fwd_tma_kernel<ID, MODE, CN, CM, GATE, NORM, MC>;
         const int smem = C::SMEM + 1024 + 2 * C::STAGES * 8;
         static const bool opted_in = [&] { /* once a kernel */
             CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -777,20 +778,36 @@ template <int ID, int MODE, int NTV> struct Run {
         cudaLaunchConfig_t cfg = {};
         /* tiles past the tensor (tails, and the grid rounded up to whole clusters) load zeros
          * and store nothing */
-        const int gx = (No + C::NT - 1) / C::NT, gy = (B + C::BM - 1) / C::BM;
+        const int gx = (pr.No + C::NT - 1) / C::NT, gy = (pr.B + C::BM - 1) / C::BM;
         cfg.gridDim = dim3((gx + CN - 1) / CN * CN, (gy + CM - 1) / CM * CM);
         cfg.blockDim = dim3(C::THREADS);
         cfg.dynamicSmemBytes = smem;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = CN;
-        attr[0].val.clusterDim.y = CM;
-        attr[0].val.clusterDim.z = 1;
+        attr->id = cudaLaunchAttributeClusterDimension;
+        attr->val.clusterDim.x = CN;
+        attr->val.clusterDim.y = CM;
+        attr->val.clusterDim.z = 1;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
-        CK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, out, partial, B, Ni, No));
+        return cfg;
+    }
+    /* how many CN x CM clusters of this kernel the GPU holds at once */
+    template <int CN, int CM> int max_clusters()
+    {
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg = tma_config<CN, CM>(&attr);
+        int n = 0;
+        CK(cudaOccupancyMaxActiveClusters(&n, fwd_tma_kernel<ID, MODE, CN, CM, false, false>, &cfg));
+        return n;
+    }
+    template <int CN, int CM, bool GATE = false, bool NORM = false, bool MC = true>
+    void launch_tma(float *partial = nullptr, float *norms = nullptr)
+    {
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg = tma_config<CN, CM, GATE, NORM, MC>(&attr);
+        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, NORM, MC>, xm, ym, wm, out, partial, pr.B,
+                              pr.Ni, pr.No));
         if constexpr (NORM)
-            norm_finalize<ID><<<B, 256>>>(out, norms, partial, B, No, gx);
+            norm_finalize<ID><<<pr.B, 256>>>(out, norms, partial, pr.B, pr.No, (pr.No + C::NT - 1) / C::NT);
     }
     int loads = 1 << 30;
     void launch(cudaStream_t st = 0)
@@ -925,8 +942,10 @@ template <int ID, int MODE, int CN, int CM> static bool tma_case(const char *nam
     const double e2 = big.check({0, 1, 63, 64, 1000, 2047, 3001, 4095});
     ok = ok && e2 < tol;
     const double ms = event_ms(20, [&] { big.template launch_tma<CN, CM>(); }), ring = big.time_ms(20);
-    printf("tma fwd %s %s cluster %dx%d: rel err %.2e small, %.2e large %s; %.3f ms (%.0f TF/s), cp.async ring %.3f ms\n",
-           name, mname, CN, CM, e, e2, ok ? "ok" : "FAIL", ms, 2.0 * T * B * Ni * No / (ms * 1e-3) / 1e12, ring);
+    printf("tma fwd %s %s cluster %dx%d: rel err %.2e small, %.2e large %s; %.3f ms (%.0f TF/s), cp.async ring %.3f ms; "
+           "%d clusters resident\n",
+           name, mname, CN, CM, e, e2, ok ? "ok" : "FAIL", ms, 2.0 * T * B * Ni * No / (ms * 1e-3) / 1e12, ring,
+           big.template max_clusters<CN, CM>());
     return ok;
 }
 
@@ -1039,9 +1058,36 @@ template <int ID, int MODE, int NTV = 0> static void profile(const char *name)
            name, MODE == kTF32 ? "tf32" : "bf16", C::NT, full, gflop / full, bytes / full / 1e9, floor_ms, gflop / floor_ms);
 }
 
+/* --tma-profile: one launch each of the Cl(3,0) tf32 TMA kernels on the timing shape, for ncu
+ * (1 x 1; 2 x 2 multicast; 2 x 2 with every CTA loading its own tiles), timed beside each other */
+static void tma_profile()
+{
+    using C = Cfg<1, kTF32, 0>;
+    Problem pr = make_problem<1>(4096, 512, 512, 12);
+    Run<1, kTF32, 0> r(pr);
+    r.launch_tma<1, 1>();
+    r.launch_tma<2, 2>();
+    r.launch_tma<2, 2, false, false, false>();
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    if (getenv("NO_TIMING"))
+        return;
+    const double a = event_ms(20, [&] { r.launch_tma<1, 1>(); }), b = event_ms(20, [&] { r.launch_tma<2, 2>(); }),
+                 c = event_ms(20, [&] { r.launch_tma<2, 2, false, false, false>(); }),
+                 d = event_ms(20, [&] { r.launch_tma<2, 1, false, false, false>(); });
+    const double e = r.check({0, 1, 63, 64, 1000, 2047, 3001, 4095});
+    printf("tma profile Cl(3,0) tf32 (stage %d KB, %d stages): 1x1 %.3f ms; 2x2 multicast %.3f ms (%d clusters); "
+           "2x2 no multicast %.3f ms; 2x1 no multicast %.3f ms; rel err of the last %.2e\n",
+           C::STAGE / 1024, C::STAGES, a, b, r.max_clusters<2, 2>(), c, d, e);
+}
+
 int main(int argc, char **argv)
 {
     const bool timing = !(argc > 1 && !strcmp(argv[1], "--check"));
+    if (argc > 1 && !strcmp(argv[1], "--tma-profile")) {
+        tma_profile();
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "--profile")) {
         profile<1, kTF32>("Cl(3,0)");
         profile<1, kBF16>("Cl(3,0)");
