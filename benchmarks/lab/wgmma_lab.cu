@@ -561,17 +561,27 @@ __global__ void __launch_bounds__(256, 1)
             tma::load_3d_multicast(buf + 2 * C::XB + cy * WCH, &wmap, k0 + cy * T, n0, 0, bar, col_mask);
         }
     };
-    if (tid == 0)
-        for (int s = 0; s < S && s < steps; ++s)
-            issue(s);
+    /* Thread 0 also computes, so it must not block on its peers: it issues step `issued` as
+     * soon as every consumer of the cluster has released step issued - S (polled at the start
+     * of a step and after its products), and blocks only when the step it is about to read
+     * has not been issued yet. Blocking at a fixed point every step made the cluster march in
+     * lock step: 2x2 ran at half the speed of 1x1 (NOTES_FCGP.md, step 2). */
+    int issued = 0;
+    auto pump = [&](int s) { /* thread 0; s: the step this CTA reads next */
+        while (issued < steps && issued < s + S &&
+               (issued < S || tma::mbar_test(&empty[issued % S], ((issued - S) / S) & 1)))
+            issue(issued++);
+        if (issued == s) {
+            tma::mbar_wait(&empty[s % S], ((s - S) / S) & 1);
+            issue(issued++);
+        }
+    };
 
     float acc[C::JW][C::NT / 2];
     zero(acc);
     for (int s = 0; s < steps; ++s) {
-        if (tid == 0 && s >= 1 && s - 1 + S < steps) {
-            tma::mbar_wait(&empty[(s - 1) % S], ((s - 1) / S) & 1);
-            issue(s - 1 + S);
-        }
+        if (tid == 0)
+            pump(s);
         tma::mbar_wait(&full[s % S], (s / S) & 1);
         const unsigned char *buf = smem + (s % S) * C::STAGE;
         Frags<D> f;
@@ -590,6 +600,8 @@ __global__ void __launch_bounds__(256, 1)
         if (tid % 128 == 0)
             for (int r = 0; r < CS; ++r)
                 tma::mbar_arrive_cluster(&empty[s % S], (uint32_t)r);
+        if (tid == 0 && s + 1 < steps)
+            pump(s + 1);
     }
     if constexpr (CS > 1)
         tma::cluster_sync(); /* no CTA leaves while a peer may still signal its mbarriers */
