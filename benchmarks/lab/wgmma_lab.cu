@@ -202,10 +202,14 @@ template <int ID, int MODE, int Q> __device__ __forceinline__ void form_pair(uin
 }
 
 /* Where path p's W^T tile of a step lies: at w_smem + p * PATH, K chunks LBO apart, 8-row
- * groups SBO apart. cp.async ring: each path's two chunks together; TMA: chunk 0 of every
- * path, then chunk 1 of every path (one box a chunk). */
-template <int PATH, int LBO_, int SBO_> struct WLayout {
+ * groups SBO apart (cp.async ring: each path's two chunks together); SW32: rows of 32 bytes in
+ * the copy engine's 32-byte swizzle (TMA kernel), LBO unused. */
+template <int PATH, int LBO_, int SBO_, bool SW32 = false> struct WLayout {
     static constexpr int path = PATH, lbo = LBO_, sbo = SBO_;
+    static __device__ __forceinline__ uint64_t desc(uint32_t addr)
+    {
+        return SW32 ? wg::desc_kmajor_sw32(addr, SBO_) : wg::desc_kmajor(addr, LBO_, SBO_);
+    }
 };
 
 /* One warpgroup's step: for each of its components, form the A fragments of all its
@@ -225,7 +229,7 @@ __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg
         static_for<nq>([&](auto u) {
             constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
             wg::MmaRS<MODE, C::NT>::run(acc[decltype(jj)::value], a[decltype(u)::value],
-                                        wg::desc_kmajor(w_smem + p * WL::path, WL::lbo, WL::sbo), 1);
+                                        WL::desc(w_smem + p * WL::path), 1);
         });
         /* A registers are reused by the next component: at most one component's wgmmas in
          * flight (the other warpgroup keeps the tensor cores busy meanwhile) */
@@ -497,10 +501,11 @@ __global__ void norm_finalize(float *out, float *norms, const float *partial, in
 /* ------------------------------------------------------------------ 2b. TMA and clusters */
 /* The same forward with the tiles brought by the copy engine (tma.cuh): x and y one 3-D box
  * each (KS columns, 64 rows, D components: the [component][row][32 bytes] tiles of the ring),
- * W^T one box a 16-byte K chunk (T, NT, P): chunk 0 of every path, then chunk 1, so a path's
- * tile has lbo = P NT 16 and sbo = 128. In a CN x CM cluster (CN column blocks share rows, CM
- * row blocks share columns) each tile is copied once and multicast: with CN = 2 one CTA
- * brings x and the other y; with CM = 2 one brings W chunk 0 and the other chunk 1; every CTA
+ * W^T two boxes of (KS, NT, P / 2): a step's 32 bytes of K a row, in the copy engine's 32-byte
+ * swizzle (one 16-byte box row a K chunk read every sector twice from L2). In a CN x CM cluster
+ * (CN column blocks share rows, CM row blocks share columns) each tile is copied once and
+ * multicast: with CN = 2 one CTA brings x and the other y; with CM = 2 one brings the first
+ * half of the paths' W^T and the other the second half; every CTA
  * expects the whole stage on its own "full" mbarrier. Thread 0 produces: at step s it refills
  * the buffer step s - 1 used with step s - 1 + STAGES, once every consumer warpgroup of the
  * cluster has arrived on its "empty" mbarrier for that buffer. GATE: MVGELU applied to the
@@ -512,9 +517,11 @@ __global__ void __launch_bounds__(256, 1)
                    const __grid_constant__ CUtensorMap wmap, float *out, float *partial, int B, int Ni, int No)
 {
     using C = Cfg<ID, MODE, 0>;
-    constexpr int D = C::D, P = C::P, S = C::STAGES, T = 16 / sizeof(Elem<MODE>), CS = CN * CM;
-    constexpr int WCH = P * C::NT * 16; /* one K chunk of every path */
-    using WT = WLayout<C::NT * 16, WCH, 128>;
+    constexpr int D = C::D, P = C::P, S = C::STAGES, CS = CN * CM;
+    /* W^T: one 32-byte row (a step's K) per (path, column), paths in two boxes of P / 2 */
+    constexpr int PH = P / 2, WHALF = PH * C::NT * 32;
+    static_assert(P % 2 == 0 && (C::NT * 32) % 256 == 0, "W^T halves and swizzle tiles aligned");
+    using WT = WLayout<C::NT * 32, 0, 256, true>;
     static_assert(CN <= 2 && CM <= 2, "one CTA a tile half");
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -556,9 +563,9 @@ __global__ void __launch_bounds__(256, 1)
         }
         if constexpr (CM == 1 || !MC) {
             tma::load_3d(buf + 2 * C::XB, &wmap, k0, n0, 0, bar);
-            tma::load_3d(buf + 2 * C::XB + WCH, &wmap, k0 + T, n0, 0, bar);
+            tma::load_3d(buf + 2 * C::XB + WHALF, &wmap, k0, n0, PH, bar);
         } else {
-            tma::load_3d_multicast(buf + 2 * C::XB + cy * WCH, &wmap, k0 + cy * T, n0, 0, bar, col_mask);
+            tma::load_3d_multicast(buf + 2 * C::XB + cy * WHALF, &wmap, k0, n0, cy * PH, bar, col_mask);
         }
     };
     /* Thread 0 also computes, so it must not block on its peers: it issues step `issued` as
@@ -712,7 +719,8 @@ template <class L> static double event_ms(int reps, L &&call)
 
 /* cuTensorMapEncodeTiled from the driver through the runtime (no libcuda link). */
 static CUtensorMap make_map_3d(void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1, uint64_t d2,
-                               uint32_t b0, uint32_t b1, uint32_t b2)
+                               uint32_t b0, uint32_t b1, uint32_t b2,
+                               CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE)
 {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
     if (!encode) {
@@ -727,7 +735,7 @@ static CUtensorMap make_map_3d(void *base, CUtensorMapDataType ty, size_t es, ui
     const cuuint64_t dims[3] = {d0, d1, d2}, strides[2] = {d0 * es, d0 * d1 * es};
     const cuuint32_t box[3] = {b0, b1, b2}, elem[3] = {1, 1, 1};
     const CUresult r = encode(&m, ty, 3, base, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                              CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                              swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
         fprintf(stderr, "cuTensorMapEncodeTiled: error %d\n", (int)r);
         exit(2);
@@ -770,7 +778,9 @@ template <int ID, int MODE, int NTV> struct Run {
         constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         xm = make_map_3d(x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
         ym = make_map_3d(y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
-        wm = make_map_3d(wt, ty, sizeof(E), Nip, No, C::P, 16 / sizeof(E), C::NT, C::P);
+        /* a step's 32 bytes of K a box row, in the swizzle wgmma reads (desc_kmajor_sw32);
+         * half the paths a box, so a 2-row cluster multicasts one half each */
+        wm = make_map_3d(wt, ty, sizeof(E), Nip, No, C::P, C::KS, C::NT, C::P / 2, CU_TENSOR_MAP_SWIZZLE_32B);
     }
     ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(out); }
     int nip() const { return (pr.Ni + C::KS - 1) / C::KS * C::KS; }

@@ -8,8 +8,9 @@
  *   A tf32:  a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
  *   A 16-bit: a0 (g, 2t..2t+1), a1 (g + 8, 2t..2t+1), a2 (g, 2t+8..2t+9), a3 (g + 8, 2t+8..2t+9)
  *   D:       d[4c + 0..1] (g, 8c + 2t .. + 1), d[4c + 2..3] (g + 8, 8c + 2t .. + 1)
- * B is K-major without swizzle: 8 x 16-byte core matrices, rows 16 bytes apart; the core
- * matrix of (N block nb, 16-byte K chunk kb) starts at nb * sbo + kb * lbo.
+ * B is K-major, without swizzle (8 x 16-byte core matrices, rows 16 bytes apart; the core
+ * matrix of (N block nb, 16-byte K chunk kb) starts at nb * sbo + kb * lbo) or in the
+ * 32-byte swizzle layout the copy engine writes (desc_kmajor_sw32).
  *
  * Compiled only where __CUDA_ARCH_FEAT_SM90_ALL is defined (an sm_90a target); elsewhere the
  * functions trap, and launchers must not select the kernels that call them.
@@ -35,6 +36,15 @@ __device__ __forceinline__ uint64_t desc_kmajor(uint32_t addr, uint32_t lbo, uin
 {
     return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
            (uint64_t)((sbo & 0x3FFFF) >> 4) << 32;
+}
+
+/* Descriptor of a K-major B operand in the 32-byte swizzle layout (what the copy engine writes
+ * with CU_TENSOR_MAP_SWIZZLE_32B): rows of 32 bytes, the two 16-byte halves of a row swapped
+ * in rows 4-7 of every 8; 8-row groups `sbo` apart (256 when rows are adjacent). The tile must
+ * start on a 256-byte boundary, where the pattern repeats; the leading offset is unused. */
+__device__ __forceinline__ uint64_t desc_kmajor_sw32(uint32_t addr, uint32_t sbo)
+{
+    return desc_kmajor(addr, 16, sbo) | (uint64_t)3 << 62;
 }
 
 /* Orders this thread's earlier register writes (A fragments, accumulators) before the
