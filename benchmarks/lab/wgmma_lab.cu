@@ -604,9 +604,13 @@ __global__ void __launch_bounds__(256, 1)
             wg_step<ID, MODE, 0, 1, WT>(acc, f, w_smem);
         /* this warpgroup's wgmmas have completed, so all four warps have used their fragments
          * and the W tiles: release the buffer to every producer that writes into it */
-        if (tid % 128 == 0)
-            for (int r = 0; r < CS; ++r)
-                tma::mbar_arrive_cluster(&empty[s % S], (uint32_t)r);
+        if (tid % 128 == 0) {
+            if constexpr (CS == 1)
+                tma::mbar_arrive(&empty[s % S]);
+            else
+                for (int r = 0; r < CS; ++r)
+                    tma::mbar_arrive_cluster(&empty[s % S], (uint32_t)r);
+        }
         if (tid == 0 && s + 1 < steps)
             pump(s + 1);
     }

@@ -87,6 +87,17 @@ __device__ __forceinline__ bool mbar_test(uint64_t *bar, uint32_t parity)
 #endif
 }
 
+/* Arrive (release, CTA scope) on this CTA's mbarrier: no cluster-scope fence (MEMBAR), for a
+ * barrier no other CTA writes into the buffer of. */
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
+{
+#if FC_HAVE_TMA
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+#else
+    __trap();
+#endif
+}
+
 /* Arrive (release, cluster scope) on the mbarrier at the same offset in CTA `rank` of this
  * cluster; rank may be this CTA's own. */
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
