@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build and run the wgmma lab on a Hopper GPU (sm_90a): checks, timing beside cuBLAS, the TMA /
-# cluster kernels, the SASS check, memcheck and racecheck on the small cases, and (NCU=1) an
-# ncu pass over the Cl(3,0) forward kernels. Logs go to $OUT (default wgmma_lab_out).
+# cluster kernels and their profile (both cluster releases), the SASS check, memcheck and
+# racecheck on the small cases, and (NCU=1) an ncu pass over the Cl(3,0) forward kernels.
+# Logs go to $OUT (default wgmma_lab_out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-wgmma_lab_out}
@@ -13,6 +14,10 @@ grep -E "Potential|spill" "$OUT/build.log" | sort | uniq -c
 status=0
 timeout 300 "$BIN" 2>&1 | tee "$OUT/lab.txt" || status=1
 timeout 120 "$BIN" --profile 2>&1 | tee "$OUT/profile.txt" || status=1
+timeout 60 "$BIN" --tma-profile 2>&1 | tee "$OUT/tma_profile.txt" || status=1
+# A/B: the clusters' stage release with the cluster-scope fence instead (see LAB_RELEASE_CLUSTER)
+"${NV[@]/%$BIN/$BIN.rc}" -DLAB_RELEASE_CLUSTER=1 >"$OUT/build_rc.log" 2>&1 &&
+    timeout 60 "$BIN.rc" --tma-profile 2>&1 | tee -a "$OUT/tma_profile.txt"
 cuobjdump -sass "$BIN" >"$OUT/lab.sass" 2>&1
 { echo "HGMMA per kernel:"; awk '/Function :/{f=$3} /HGMMA/{c[f]++} END{for(k in c) print c[k], k}' "$OUT/lab.sass"
   grep -o "HGMMA\.[A-Za-z0-9.]*" "$OUT/lab.sass" | sort | uniq -c; echo "LDL/STL: $(grep -c -E 'LDL|STL' "$OUT/lab.sass")"; } |

@@ -511,6 +511,15 @@ __global__ void norm_finalize(float *out, float *norms, const float *partial, in
  * cluster has arrived on its "empty" mbarrier for that buffer. GATE: MVGELU applied to the
  * fragments as they are loaded (each warpgroup gates the positions it reads). NORM: out holds
  * o and `partial` (No / NT, B, G) the grade partials; norm_finalize completes the norm. */
+/* How a consumer warpgroup of a multi-CTA cluster releases a stage to the CTAs whose copies
+ * land in it: 0, the CTA-scope remote arrive of CUTLASS's cluster pipelines (default);
+ * 1 (-DLAB_RELEASE_CLUSTER=1), the cluster-scope release, a fence each (as measured in
+ * session 9 up to 39be350) */
+#ifndef LAB_RELEASE_CLUSTER
+#define LAB_RELEASE_CLUSTER 0
+#endif
+constexpr bool RELEASE_CLUSTER = LAB_RELEASE_CLUSTER;
+
 template <int ID, int MODE, int CN, int CM, bool GATE, bool NORM, bool MC = true>
 __global__ void __launch_bounds__(256, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
@@ -604,12 +613,14 @@ __global__ void __launch_bounds__(256, 1)
             wg_step<ID, MODE, 0, 1, WT>(acc, f, w_smem);
         /* this warpgroup's wgmmas have completed, so all four warps have used their fragments
          * and the W tiles: release the buffer to every producer that writes into it */
-        if (tid % 128 == 0) {
-            if constexpr (CS == 1)
+        if constexpr (CS == 1) {
+            if (tid % 128 == 0)
                 tma::mbar_arrive(&empty[s % S]);
+        } else if (tid % 128 < CS) { /* one lane a destination CTA, in parallel */
+            if constexpr (RELEASE_CLUSTER)
+                tma::mbar_arrive_cluster(&empty[s % S], (uint32_t)(tid % 128));
             else
-                for (int r = 0; r < CS; ++r)
-                    tma::mbar_arrive_cluster(&empty[s % S], (uint32_t)r);
+                tma::mbar_arrive_remote(&empty[s % S], (uint32_t)(tid % 128));
         }
         if (tid == 0 && s + 1 < steps)
             pump(s + 1);
@@ -1102,9 +1113,10 @@ static void tma_profile()
                  c = event_ms(20, [&] { r.launch_tma<2, 2, false, false, false>(); }),
                  d = event_ms(20, [&] { r.launch_tma<2, 1, false, false, false>(); });
     const double e = r.check({0, 1, 63, 64, 1000, 2047, 3001, 4095});
-    printf("tma profile Cl(3,0) tf32 (stage %d KB, %d stages): 1x1 %.3f ms; 2x2 multicast %.3f ms (%d clusters); "
-           "2x2 no multicast %.3f ms; 2x1 no multicast %.3f ms; rel err of the last %.2e\n",
-           C::STAGE / 1024, C::STAGES, a, b, r.max_clusters<2, 2>(), c, d, e);
+    printf("tma profile Cl(3,0) tf32 (stage %d KB, %d stages, %s release): 1x1 %.3f ms; 2x2 multicast %.3f ms (%d "
+           "clusters); 2x2 no multicast %.3f ms; 2x1 no multicast %.3f ms; rel err of the last %.2e\n",
+           C::STAGE / 1024, C::STAGES, RELEASE_CLUSTER ? "cluster-scope" : "CTA-scope remote", a, b,
+           r.max_clusters<2, 2>(), c, d, e);
 }
 
 int main(int argc, char **argv)
