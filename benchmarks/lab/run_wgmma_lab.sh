@@ -15,8 +15,9 @@ status=0
 timeout 300 "$BIN" 2>&1 | tee "$OUT/lab.txt" || status=1
 timeout 120 "$BIN" --profile 2>&1 | tee "$OUT/profile.txt" || status=1
 timeout 60 "$BIN" --tma-profile 2>&1 | tee "$OUT/tma_profile.txt" || status=1
-# A/B: the clusters' stage release with the cluster-scope fence instead (see LAB_RELEASE_CLUSTER)
-"${NV[@]/%$BIN/$BIN.rc}" -DLAB_RELEASE_CLUSTER=1 >"$OUT/build_rc.log" 2>&1 &&
+# A/B: the clusters' stage release with the cluster-scope fence instead
+# (FC_FCGP_CLUSTER_RELEASE_FENCE, csrc/cuda/fcgp_wgmma.cuh)
+"${NV[@]/%$BIN/$BIN.rc}" -DFC_FCGP_CLUSTER_RELEASE_FENCE=1 >"$OUT/build_rc.log" 2>&1 &&
     timeout 60 "$BIN.rc" --tma-profile 2>&1 | tee -a "$OUT/tma_profile.txt"
 cuobjdump -sass "$BIN" >"$OUT/lab.sass" 2>&1
 { echo "HGMMA per kernel:"; awk '/Function :/{f=$3} /HGMMA/{c[f]++} END{for(k in c) print c[k], k}' "$OUT/lab.sass"

@@ -1,0 +1,459 @@
+/* fcgp_wgmma.cuh — the Hopper (sm_90a) FCGP forward on warpgroup MMA, device side: a block
+ * owns 64 rows x NT = 512 / D output columns of all D components and has two warpgroups;
+ * warpgroup w owns components [w D/2, (w+1) D/2) (D/2 x NT/2 = 128 fp32 accumulators a
+ * thread). K (N_in) streams in steps of 32 bytes a row (8 tf32, 16 bf16). Each thread loads
+ * its x, y fragments once a step (one 8-byte load per component and row: the K order inside a
+ * step is permuted so a thread's two A columns are adjacent in memory, and W^T is stored in
+ * the same permuted order, phys_col), forms z_{j,p} for one component's pairs in the A
+ * registers, fences and issues that component's wgmmas on W[p] tiles in shared memory.
+ *
+ * fwd_tma_kernel brings the tiles by TMA (tma.cuh), optionally over a cluster with multicast,
+ * applies MVGELU as fragments load (GATE) and leaves grade-norm partials for norm_finalize
+ * (NORM). Developed and measured in benchmarks/lab/wgmma_lab.cu (NOTES_FCGP.md); the library
+ * does not launch it yet. Needs an sm_90a target (wgmma.cuh, tma.cuh trap elsewhere).
+ */
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda_bf16.h>
+
+#include "fcgp_plans.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+
+namespace fc {
+namespace fcgp {
+namespace sm90 {
+
+template <int MODE> using Elem = std::conditional_t<MODE == kTF32, float, __nv_bfloat16>;
+
+/* Logical K position L (0 .. KS-1) inside a step -> the physical column it is read from. */
+__host__ __device__ constexpr int phys_col(int mode, int L)
+{
+    return mode == kTF32 ? (L < 4 ? 2 * L : 2 * (L - 4) + 1)
+                         : (L < 8 ? 4 * (L / 2) + (L & 1) : 4 * ((L - 8) / 2) + 2 + (L & 1));
+}
+/* ------------------------------------------------------------------ 2. fcgp forward */
+template <int ID, int MODE, int NTV = 0> struct Cfg {
+    static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
+    static constexpr int BM = 64, NT = NTV ? NTV : 512 / D, JW = D / 2, THREADS = 256, STAGES = 3;
+    static constexpr int KS = MODE == kTF32 ? 8 : 16;      /* N_in a step: 32 bytes a row */
+    static constexpr int XB = D * BM * 32, WB = P * NT * 32; /* x (or y) tile, all W tiles */
+    static constexpr int STAGE = 2 * XB + WB, SMEM = STAGES * STAGE;
+    static constexpr int LBO = 128, SBO = 256; /* W tile: core (nb, kb) at nb * 256 + kb * 128 */
+    static_assert(SMEM <= 227 * 1024, "three stages fit");
+    static constexpr int max_pairs()
+    {
+        int m = 0;
+        for (int j = 0; j < D; ++j) {
+            const int n = Plans<ID>::pair.jbegin[j + 1] - Plans<ID>::pair.jbegin[j];
+            m = n > m ? n : m;
+        }
+        return m;
+    }
+};
+
+/* The x, y fragments of one thread for one step: [component][row half] = 8 bytes. */
+template <int D> struct Frags {
+    uint2 x[D][2], y[D][2];
+};
+
+/* z_{j,p} of pair q in A-fragment order (see wgmma.cuh) from this thread's fragments. */
+template <int ID, int MODE, int Q> __device__ __forceinline__ void form_pair(uint32_t (&a)[4], const Frags<AlgebraTraits<ID>::D> &f)
+{
+    constexpr int t0 = Plans<ID>::pair.tbegin[Q], t1 = Plans<ID>::pair.tbegin[Q + 1];
+    if constexpr (MODE == kTF32) {
+        float z[4] = {0.f, 0.f, 0.f, 0.f};
+        static_for<t1 - t0>([&](auto u) {
+            constexpr int code = Plans<ID>::pair.code[t0 + decltype(u)::value];
+            constexpr int i = code & 15, k = (code >> 4) & 15;
+            constexpr float s = (code >> 8) ? -1.f : 1.f;
+            /* a0 (g, t) a1 (g + 8, t) a2 (g, t + 4) a3 (g + 8, t + 4); .x holds column t, .y t + 4 */
+            z[0] = fmaf(s * __uint_as_float(f.x[i][0].x), __uint_as_float(f.y[k][0].x), z[0]);
+            z[1] = fmaf(s * __uint_as_float(f.x[i][1].x), __uint_as_float(f.y[k][1].x), z[1]);
+            z[2] = fmaf(s * __uint_as_float(f.x[i][0].y), __uint_as_float(f.y[k][0].y), z[2]);
+            z[3] = fmaf(s * __uint_as_float(f.x[i][1].y), __uint_as_float(f.y[k][1].y), z[3]);
+        });
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+            a[r] = to_tf32(z[r]);
+    } else {
+        /* .x holds columns (2t, 2t + 1), .y (2t + 8, 2t + 9): a0 = row g .x, a1 = row g + 8 .x,
+         * a2 = row g .y, a3 = row g + 8 .y */
+        static_for<t1 - t0>([&](auto u) {
+            constexpr int code = Plans<ID>::pair.code[t0 + decltype(u)::value];
+            constexpr int i = code & 15, k = (code >> 4) & 15;
+            constexpr uint32_t neg = (code >> 8) ? 0x80008000u : 0u;
+            const uint32_t xs[4] = {f.x[i][0].x ^ neg, f.x[i][1].x ^ neg, f.x[i][0].y ^ neg, f.x[i][1].y ^ neg};
+            const uint32_t ys[4] = {f.y[k][0].x, f.y[k][1].x, f.y[k][0].y, f.y[k][1].y};
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+                a[r] = decltype(u)::value == 0 ? hfma2<kBF16>(xs[r], ys[r], 0x80008000u) : hfma2<kBF16>(xs[r], ys[r], a[r]);
+        });
+    }
+}
+
+/* Where path p's W^T tile of a step lies: at w_smem + p * PATH, K chunks LBO apart, 8-row
+ * groups SBO apart (cp.async ring: each path's two chunks together); SW32: rows of 32 bytes in
+ * the copy engine's 32-byte swizzle (TMA kernel), LBO unused. */
+template <int PATH, int LBO_, int SBO_, bool SW32 = false> struct WLayout {
+    static constexpr int path = PATH, lbo = LBO_, sbo = SBO_;
+    static __device__ __forceinline__ uint64_t desc(uint32_t addr)
+    {
+        return SW32 ? wg::desc_kmajor_sw32(addr, SBO_) : wg::desc_kmajor(addr, LBO_, SBO_);
+    }
+};
+
+/* One warpgroup's step: for each of its components, form the A fragments of all its
+ * pairs, fence, issue the wgmmas (one per pair) on that component's accumulators, and wait
+ * for them before the next component forms its A fragments. */
+template <int ID, int MODE, int NTV, int WG, class WL>
+__device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg<ID, MODE, NTV>::NT / 2],
+                                        const Frags<AlgebraTraits<ID>::D> &f, uint32_t w_smem)
+{
+    using C = Cfg<ID, MODE, NTV>;
+    static_for<C::JW>([&](auto jj) {
+        constexpr int j = WG * C::JW + decltype(jj)::value;
+        constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
+        uint32_t a[nq][4];
+        static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(a[decltype(u)::value], f); });
+        wg::fence();
+        static_for<nq>([&](auto u) {
+            constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
+            wg::MmaRS<MODE, C::NT>::run(acc[decltype(jj)::value], a[decltype(u)::value],
+                                        WL::desc(w_smem + p * WL::path), 1);
+        });
+        /* A registers are reused by the next component: at most one component's wgmmas in
+         * flight (the other warpgroup keeps the tensor cores busy meanwhile) */
+        wg::commit();
+        wg::wait<0>();
+    });
+}
+/* This thread's x, y fragments of a step from the stage's x and y tiles ([component][row][32 bytes]). */
+template <int D, int BM>
+__device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs, const unsigned char *ys, int r0, int t)
+{
+#pragma unroll
+    for (int c = 0; c < D; ++c)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            f.x[c][h] = *(const uint2 *)(xs + (c * BM + r0 + 8 * h) * 32 + t * 8);
+            f.y[c][h] = *(const uint2 *)(ys + (c * BM + r0 + 8 * h) * 32 + t * 8);
+        }
+}
+
+/* MVGELU on this thread's fragments (SPEC: xg_i = x_i Phi(x_0), Phi from erf): every
+ * component at a position times Phi of component 0 there. 2-byte values go through fp32. */
+template <int MODE, int D> __device__ __forceinline__ void gate_frags(uint2 (&v)[D][2])
+{
+    const auto phi = [](float u) { return 0.5f * (1.f + erff(u * 0.70710678118654752f)); };
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        if constexpr (MODE == kTF32) {
+            const float g0 = phi(__uint_as_float(v[0][h].x)), g1 = phi(__uint_as_float(v[0][h].y));
+#pragma unroll
+            for (int c = 0; c < D; ++c) /* the gates were taken from the raw component 0 above */
+                v[c][h] = make_uint2(__float_as_uint(__uint_as_float(v[c][h].x) * g0),
+                                     __float_as_uint(__uint_as_float(v[c][h].y) * g1));
+        } else {
+            const __nv_bfloat162 *z = (const __nv_bfloat162 *)&v[0][h];
+            const float2 a = __bfloat1622float2(z[0]), b = __bfloat1622float2(z[1]);
+            const float gs[4] = {phi(a.x), phi(a.y), phi(b.x), phi(b.y)};
+#pragma unroll
+            for (int c = 0; c < D; ++c) {
+                __nv_bfloat162 *e = (__nv_bfloat162 *)&v[c][h];
+                const float2 p = __bfloat1622float2(e[0]), q = __bfloat1622float2(e[1]);
+                e[0] = __floats2bfloat162_rn(p.x * gs[0], p.y * gs[1]);
+                e[1] = __floats2bfloat162_rn(q.x * gs[2], q.y * gs[3]);
+            }
+        }
+    }
+}
+
+template <int JW, int N> __device__ __forceinline__ void zero(float (&acc)[JW][N])
+{
+#pragma unroll
+    for (int j = 0; j < JW; ++j)
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            acc[j][i] = 0.f;
+}
+
+/* The accumulators of components j0 .. j0 + JW - 1 (D fragment layout) into out (D, B, No):
+ * rows past B and columns past No (a tile's tail) are not written; pairs of columns go as
+ * one 8-byte store when No is even. */
+template <int JW, int NT>
+__device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], float *out, int B, int No, int j0, int row, int n0, int t)
+{
+#pragma unroll
+    for (int j = 0; j < JW; ++j)
+        wg::fence_operands(acc[j]);
+#pragma unroll
+    for (int jj = 0; jj < JW; ++jj)
+#pragma unroll
+        for (int cc = 0; cc < NT / 8; ++cc)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = row + 8 * h, c = n0 + 8 * cc + 2 * t;
+                if (r >= B || c >= No)
+                    continue;
+                float *o = out + ((size_t)(j0 + jj) * B + r) * No + c;
+                if (c + 1 < No && No % 2 == 0)
+                    *(float2 *)o = make_float2(acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
+                else {
+                    o[0] = acc[jj][4 * cc + 2 * h];
+                    if (c + 1 < No)
+                        o[1] = acc[jj][4 * cc + 2 * h + 1];
+                }
+            }
+}
+
+/* Grade RMSNorm in the epilogue (SPEC: q_g = mean over features of |sum_{A in g} s_A o_A^2|,
+ * out = o / sqrt(q_g + 1e-6)). The block's two warpgroups hold different components at the
+ * same positions; a grade split between them (at most one: the split is at D/2) is owned by
+ * warpgroup 0, which adds warpgroup 1's share of t from shared memory. The owner sums |t|
+ * over its columns into one partial a (row, grade, column block); norm_finalize sums the
+ * column blocks in order and scales the output (the one light extra pass). */
+template <int ID> constexpr int split_grade()
+{
+    constexpr int G = AlgebraTraits<ID>::G, JW = AlgebraTraits<ID>::D / 2;
+    for (int g = 0; g < G; ++g)
+        if (AlgebraTraits<ID>::table.grade_start[g] < JW && JW < AlgebraTraits<ID>::table.grade_start[g + 1])
+            return g;
+    return -1;
+}
+template <int ID> struct GradeSplit {
+    static constexpr int split = split_grade<ID>(); /* the grade split between the warpgroups, or -1 */
+};
+
+/* sum over this warpgroup's components of grade g of s_A o_A^2 at position pos */
+template <int ID, int WG, int GR, int NT>
+__device__ __forceinline__ float grade_t(const float (&acc)[AlgebraTraits<ID>::D / 2][NT / 2], int pos)
+{
+    constexpr int JW = AlgebraTraits<ID>::D / 2;
+    float t = 0.f;
+    static_for<JW>([&](auto jj) {
+        constexpr int A = WG * JW + decltype(jj)::value;
+        constexpr int gA = AlgebraTraits<ID>::table.grade[A];
+        constexpr float sA = AlgebraTraits<ID>::table.grade_sign[A];
+        if constexpr (gA == GR) {
+            const float o = acc[decltype(jj)::value][pos];
+            t = fmaf(sA * o, o, t);
+        }
+    });
+    return t;
+}
+
+/* warpgroup 1's share of the split grade into shared memory ([position][thread]) */
+template <int ID, int NT>
+__device__ __forceinline__ void norm_share(const float (&acc)[AlgebraTraits<ID>::D / 2][NT / 2], float *tx, int wtid)
+{
+    constexpr int GS = GradeSplit<ID>::split;
+    if constexpr (GS >= 0) {
+#pragma unroll
+        for (int pos = 0; pos < NT / 2; ++pos)
+            tx[pos * 128 + wtid] = grade_t<ID, 1, GS, NT>(acc, pos);
+    }
+}
+
+/* the owned grades' |t| summed over the block's columns, one partial a (row, grade) */
+template <int ID, int WG, int NT>
+__device__ __forceinline__ void norm_rows(const float (&acc)[AlgebraTraits<ID>::D / 2][NT / 2], const float *tx,
+                                          float *partial, int B, int colblocks, int row0, int wtid, int t)
+{
+    constexpr int G = AlgebraTraits<ID>::G, GS = GradeSplit<ID>::split, JW = AlgebraTraits<ID>::D / 2;
+    static_for<G>([&](auto gg) {
+        constexpr int GR = decltype(gg)::value;
+        if constexpr ((AlgebraTraits<ID>::table.grade_start[GR] < JW ? 0 : 1) == WG) { /* owner: the lower warpgroup */
+            float rs[2] = {0.f, 0.f};
+#pragma unroll
+            for (int pos = 0; pos < NT / 2; ++pos) {
+                float tv = grade_t<ID, WG, GR, NT>(acc, pos);
+                if constexpr (GR == GS)
+                    tv += tx[pos * 128 + wtid];
+                rs[(pos >> 1) & 1] += fabsf(tv);
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 1);
+                rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 2);
+                if (t == 0 && row0 + 8 * h < B && (int)blockIdx.x < colblocks)
+                    partial[((size_t)blockIdx.x * B + row0 + 8 * h) * G + GR] = rs[h];
+            }
+        }
+    });
+}
+
+/* One block a row: r_g from the column-block partials in order, norms (B, G) = r, out /= r. */
+template <int ID>
+__global__ void norm_finalize(float *out, float *norms, const float *partial, int B, int No, int colblocks)
+{
+    constexpr int D = AlgebraTraits<ID>::D, G = AlgebraTraits<ID>::G;
+    __shared__ float r[G];
+    const int row = blockIdx.x;
+    if (threadIdx.x < G) {
+        float q = 0.f;
+        for (int cb = 0; cb < colblocks; ++cb)
+            q += partial[((size_t)cb * B + row) * G + threadIdx.x];
+        r[threadIdx.x] = sqrtf(q / (float)No + 1e-6f);
+        norms[(size_t)row * G + threadIdx.x] = r[threadIdx.x];
+    }
+    __syncthreads();
+    static_for<D>([&](auto cc) {
+        constexpr int c = decltype(cc)::value, gc = AlgebraTraits<ID>::table.grade[c];
+        const float rg = r[gc];
+        float *o = out + ((size_t)c * B + row) * No;
+        for (int n = threadIdx.x; n < No; n += blockDim.x)
+            o[n] = o[n] / rg;
+    });
+}
+
+/* ------------------------------------------------------------------ 2b. TMA and clusters */
+/* The same forward with the tiles brought by the copy engine (tma.cuh): x and y one 3-D box
+ * each (KS columns, 64 rows, D components: the [component][row][32 bytes] tiles of the ring),
+ * W^T two boxes of (KS, NT, P / 2): a step's 32 bytes of K a row, in the copy engine's 32-byte
+ * swizzle (one 16-byte box row a K chunk read every sector twice from L2). In a CN x CM cluster
+ * (CN column blocks share rows, CM row blocks share columns) each tile is copied once and
+ * multicast: with CN = 2 one CTA brings x and the other y; with CM = 2 one brings the first
+ * half of the paths' W^T and the other the second half; every CTA
+ * expects the whole stage on its own "full" mbarrier. Thread 0 produces: at step s it refills
+ * the buffer step s - 1 used with step s - 1 + STAGES, once every consumer warpgroup of the
+ * cluster has arrived on its "empty" mbarrier for that buffer. GATE: MVGELU applied to the
+ * fragments as they are loaded (each warpgroup gates the positions it reads). NORM: out holds
+ * o and `partial` (No / NT, B, G) the grade partials; norm_finalize completes the norm. */
+/* How a consumer warpgroup of a multi-CTA cluster releases a stage to the CTAs whose copies
+ * land in it: 0, the CTA-scope remote arrive of CUTLASS's cluster pipelines (default);
+ * 1 (-DFC_FCGP_CLUSTER_RELEASE_FENCE=1), the cluster-scope release, a fence each (as the lab
+ * measured it in session 9 up to 39be350) */
+#ifndef FC_FCGP_CLUSTER_RELEASE_FENCE
+#define FC_FCGP_CLUSTER_RELEASE_FENCE 0
+#endif
+constexpr bool RELEASE_CLUSTER = FC_FCGP_CLUSTER_RELEASE_FENCE;
+
+template <int ID, int MODE, int CN, int CM, bool GATE, bool NORM, bool MC = true>
+__global__ void __launch_bounds__(256, 1)
+    fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
+                   const __grid_constant__ CUtensorMap wmap, float *out, float *partial, int B, int Ni, int No)
+{
+    using C = Cfg<ID, MODE, 0>;
+    constexpr int D = C::D, P = C::P, S = C::STAGES, CS = CN * CM;
+    /* W^T: one 32-byte row (a step's K) per (path, column), paths in two boxes of P / 2 */
+    constexpr int PH = P / 2, WHALF = PH * C::NT * 32;
+    static_assert(P % 2 == 0 && (C::NT * 32) % 256 == 0, "W^T halves and swizzle tiles aligned");
+    using WT = WLayout<C::NT * 32, 0, 256, true>;
+    static_assert(CN <= 2 && CM <= 2, "one CTA a tile half");
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint64_t *full = (uint64_t *)(smem + S * C::STAGE), *empty = full + S;
+    const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
+    /* K tails: the copy engine fills columns past N_in with zeros, and W^T's K is padded to a
+     * whole step with zeros (see Run), so a partial last step adds nothing spurious */
+    const int n0 = blockIdx.x * C::NT, m0 = blockIdx.y * C::BM, steps = (Ni + C::KS - 1) / C::KS;
+    const uint32_t rank = CS > 1 ? tma::cluster_rank() : 0;
+    const int cx = (int)rank % CN, cy = (int)rank / CN;
+    if (cx != (int)blockIdx.x % CN || cy != (int)blockIdx.y % CM)
+        __trap(); /* the masks below assume ranks x-fastest over the cluster's blocks */
+    const uint16_t row_mask = (uint16_t)(((1u << CN) - 1) << (cy * CN)); /* the CTAs with my rows */
+    uint16_t col_mask = 0;                                               /* ... with my columns */
+    for (int i = 0; i < CM; ++i)
+        col_mask |= (uint16_t)(1u << (cx + i * CN));
+    if (tid == 0) {
+        for (int b = 0; b < S; ++b) {
+            tma::mbar_init(&full[b], 1);
+            tma::mbar_init(&empty[b], 2 * CS);
+        }
+        tma::fence_mbar_init();
+    }
+    if constexpr (CS > 1)
+        tma::cluster_sync(); /* every mbarrier of the cluster initialised before any copy */
+    else
+        __syncthreads();
+
+    auto issue = [&](int s) { /* thread 0: this CTA's share of step s into buffer s % S */
+        unsigned char *buf = smem + (s % S) * C::STAGE;
+        uint64_t *bar = &full[s % S];
+        tma::mbar_arrive_expect_tx(bar, C::STAGE);
+        const int k0 = s * C::KS;
+        if constexpr (CN == 1 || !MC) {
+            tma::load_3d(buf, &xmap, k0, m0, 0, bar);
+            tma::load_3d(buf + C::XB, &ymap, k0, m0, 0, bar);
+        } else {
+            tma::load_3d_multicast(buf + cx * C::XB, cx ? &ymap : &xmap, k0, m0, 0, bar, row_mask);
+        }
+        if constexpr (CM == 1 || !MC) {
+            tma::load_3d(buf + 2 * C::XB, &wmap, k0, n0, 0, bar);
+            tma::load_3d(buf + 2 * C::XB + WHALF, &wmap, k0, n0, PH, bar);
+        } else {
+            tma::load_3d_multicast(buf + 2 * C::XB + cy * WHALF, &wmap, k0, n0, cy * PH, bar, col_mask);
+        }
+    };
+    /* Thread 0 also computes, so it must not block on its peers: it issues step `issued` as
+     * soon as every consumer of the cluster has released step issued - S (polled at the start
+     * of a step and after its products), and blocks only when the step it is about to read
+     * has not been issued yet. Blocking at a fixed point every step made the cluster march in
+     * lock step: 2x2 ran at half the speed of 1x1 (NOTES_FCGP.md, step 2). */
+    int issued = 0;
+    auto pump = [&](int s) { /* thread 0; s: the step this CTA reads next */
+        while (issued < steps && issued < s + S &&
+               (issued < S || tma::mbar_test(&empty[issued % S], ((issued - S) / S) & 1)))
+            issue(issued++);
+        if (issued == s) {
+            tma::mbar_wait(&empty[s % S], ((s - S) / S) & 1);
+            issue(issued++);
+        }
+    };
+
+    float acc[C::JW][C::NT / 2];
+    zero(acc);
+    for (int s = 0; s < steps; ++s) {
+        if (tid == 0)
+            pump(s);
+        tma::mbar_wait(&full[s % S], (s / S) & 1);
+        const unsigned char *buf = smem + (s % S) * C::STAGE;
+        Frags<D> f;
+        load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
+        if constexpr (GATE) {
+            gate_frags<MODE, D>(f.x);
+            gate_frags<MODE, D>(f.y);
+        }
+        const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
+        if (wgi == 0)
+            wg_step<ID, MODE, 0, 0, WT>(acc, f, w_smem);
+        else
+            wg_step<ID, MODE, 0, 1, WT>(acc, f, w_smem);
+        /* this warpgroup's wgmmas have completed, so all four warps have used their fragments
+         * and the W tiles: release the buffer to every producer that writes into it */
+        if constexpr (CS == 1) {
+            if (tid % 128 == 0)
+                tma::mbar_arrive(&empty[s % S]);
+        } else if (tid % 128 < CS) { /* one lane a destination CTA, in parallel */
+            if constexpr (RELEASE_CLUSTER)
+                tma::mbar_arrive_cluster(&empty[s % S], (uint32_t)(tid % 128));
+            else
+                tma::mbar_arrive_remote(&empty[s % S], (uint32_t)(tid % 128));
+        }
+        if (tid == 0 && s + 1 < steps)
+            pump(s + 1);
+    }
+    if constexpr (CS > 1)
+        tma::cluster_sync(); /* no CTA leaves while a peer may still signal its mbarriers */
+    store_out<C::JW, C::NT>(acc, out, B, No, wgi * C::JW, m0 + 16 * warp + g, n0, t);
+    if constexpr (NORM) {
+        float *tx = (float *)smem; /* stage 0: every step consumed, every copy landed */
+        __syncthreads();           /* ... and read by both warpgroups */
+        if (wgi == 1)
+            norm_share<ID, C::NT>(acc, tx, tid % 128);
+        __syncthreads();
+        const int colblocks = (No + C::NT - 1) / C::NT;
+        if (wgi == 0)
+            norm_rows<ID, 0, C::NT>(acc, tx, partial, B, colblocks, m0 + 16 * warp + g, tid % 128, t);
+        else
+            norm_rows<ID, 1, C::NT>(acc, tx, partial, B, colblocks, m0 + 16 * warp + g, tid % 128, t);
+    }
+}
+
+} // namespace sm90
+} // namespace fcgp
+} // namespace fc
