@@ -429,10 +429,7 @@ __global__ void __launch_bounds__(256, 1)
             if (tid % 128 == 0)
                 tma::mbar_arrive(&empty[s % S]);
         } else if (tid % 128 < CS) { /* one lane a destination CTA, in parallel */
-            if constexpr (RELEASE_CLUSTER)
-                tma::mbar_arrive_cluster(&empty[s % S], (uint32_t)(tid % 128));
-            else
-                tma::mbar_arrive_remote(&empty[s % S], (uint32_t)(tid % 128));
+            tma::mbar_arrive_cluster<RELEASE_CLUSTER>(&empty[s % S], (uint32_t)(tid % 128));
         }
         if (tid == 0 && s + 1 < steps)
             pump(s + 1);

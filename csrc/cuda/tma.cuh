@@ -98,34 +98,22 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar)
 #endif
 }
 
-/* Arrive (release, cluster scope) on the mbarrier at the same offset in CTA `rank` of this
- * cluster; rank may be this CTA's own. The cluster-scope release is a fence (MEMBAR): on a
- * one-CTA cluster the CTA-scope mbar_arrive cost 16% less time (NOTES_FCGP.md). */
+/* Arrive on the mbarrier at the same offset in CTA `rank` of this cluster (rank may be this
+ * CTA's own). CLUSTER_RELEASE: a cluster-scope release, which is a fence (MEMBAR); without
+ * it the default CTA-scope release, as CUTLASS's cluster pipelines release a stage to its
+ * remote producers: enough for a consumer whose reads of the stage have all completed before
+ * it arrives (wgmma waited for, fragments in registers). On a one-CTA cluster the local
+ * mbar_arrive instead of the fenced arrive cost 16% less time (NOTES_FCGP.md). */
+template <bool CLUSTER_RELEASE>
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
 {
 #if FC_HAVE_TMA
-    asm volatile("{\n.reg .b32 remote;\n"
-                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
-                 "r"(rank)
-                 : "memory");
-#else
-    __trap();
-#endif
-}
-
-/* The same arrive with the default (CTA-scope) release, as CUTLASS's cluster pipelines
- * release a stage to its remote producers: for a consumer whose reads of the stage have all
- * completed before it arrives (wgmma waited for, fragments in registers), so no fence has to
- * order them before the peer's copy engine overwrites the stage. */
-__device__ __forceinline__ void mbar_arrive_remote(uint64_t *bar, uint32_t rank)
-{
-#if FC_HAVE_TMA
-    asm volatile("{\n.reg .b32 remote;\n"
-                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
-                 "r"(rank)
-                 : "memory");
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
+    if constexpr (CLUSTER_RELEASE)
+        asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+    else
+        asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 #else
     __trap();
 #endif
