@@ -9,6 +9,9 @@ Environment:
   FLASHCLIFFORD_CUDA_ARCHS  "8.0;9.0+PTX" (default; TORCH_CUDA_ARCH_LIST syntax, "9.0a" for
                             sm_90a, "native" for the GPUs of this machine). TORCH_CUDA_ARCH_LIST
                             is used when this is unset.
+                            Sources named *_sm90a.cu (Hopper-only wgmma / TMA kernels) are built
+                            for sm_90a alone when 9.0 or 9.0a is in the list, and as a stub
+                            that never launches otherwise ("native" included).
   FLASHCLIFFORD_NO_CUDA=1   CPU-only build.
   FLASHCLIFFORD_DEBUG=1     -O0 -g, and a device synchronise after each kernel launch.
   FLASHCLIFFORD_SANITIZE    e.g. "address,undefined": host sanitizers for the C code.
@@ -58,6 +61,12 @@ def find_cuda():
                 if (lib / "libcudart_static.a").exists():
                     return str(nvcc), str(inc), str(lib)
     return None
+
+
+def has_sm90(spec):
+    """Whether the arch list names compute capability 9.0 (with or without "a" / "+PTX")."""
+    items = spec.replace(",", ";").replace(" ", ";").split(";")
+    return any(i.strip().removesuffix("+PTX").removesuffix("a") in ("9.0", "90") for i in items)
 
 
 def gencode_flags(spec):
@@ -129,9 +138,16 @@ class BuildExt(build_ext):
         cache = os.environ.get("FLASHCLIFFORD_NVCC_CACHE")
         salt = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout if cache else ""
 
+        # Hopper-only units: their kernels use sm_90a instructions, so their code is for sm_90a
+        # alone (it runs on compute capability 9.0 exactly); without a 9.0 target they build
+        # as stubs whose launchers report the path unavailable (FC_SM90A=0)
+        common = [f for f in flags if not f.startswith(("-gencode", "-arch"))]
+        sm90a = common + (["-gencode=arch=compute_90a,code=sm_90a", "-DFC_SM90A=1"] if ext.cuda_sm90
+                          else ext.cuda_gencode + ["-DFC_SM90A=0"])
+
         def one(src):
             obj = out_dir / (Path(src).stem + ".o")
-            cmd = [nvcc, *flags, "-c", src, "-o", str(obj)]
+            cmd = [nvcc, *(sm90a if src.endswith("_sm90a.cu") else flags), "-c", src, "-o", str(obj)]
             cached = Path(cache, f"{Path(src).stem}-{source_key(src, cmd, salt)}.o") if cache else None
             if cached is not None and cached.exists():
                 print(f"flashclifford: {src} unchanged, object from {cached}", flush=True)
@@ -183,6 +199,7 @@ def make_extension():
             or "8.0;9.0+PTX")
     ext.cuda_nvcc = nvcc
     ext.cuda_gencode, ext.cuda_arch_names = gencode_flags(spec)
+    ext.cuda_sm90 = has_sm90(spec)
     print(f"flashclifford: building with CUDA ({nvcc}) for {ext.cuda_arch_names}", file=sys.stderr,
           flush=True)
     ext.sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc" / "cuda").glob("*.cu"))

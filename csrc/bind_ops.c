@@ -580,20 +580,24 @@ static fc_args shape_args(const fc_algebra *alg, int dtype, long long B, long lo
     return a;
 }
 
-/* workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0, gate=True) -> bytes
- * the CUDA launcher needs, so a framework can allocate it (graph-safe) and pass workspace=.
- * The gate-off product needs less (no gated copies of x and y). */
+/* workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0, gate=True, device=0)
+ * -> bytes the CUDA launcher needs on that device, so a framework can allocate it (graph-safe)
+ * and pass workspace=. The gate-off product needs less (no gated copies of x and y); the device
+ * matters where its kind picks the path (the Hopper FCGP forward needs a prepared W^T). */
 PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"op", "backward", "algebra", "dtype", "B", "N_in", "N_out", "precision", "gate", NULL};
+    static char *kw[] = {"op", "backward", "algebra", "dtype", "B", "N_in", "N_out", "precision", "gate", "device",
+                         NULL};
     const char *opname, *dtname;
-    int bwd, precision = 0, gate = 1;
+    int bwd, precision = 0, gate = 1, device = 0;
     PyObject *algebra;
     long long B, N_in, N_out;
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "spOsLLL|ip:workspace_size", kw, &opname, &bwd, &algebra,
-                                     &dtname, &B, &N_in, &N_out, &precision, &gate))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "spOsLLL|ipi:workspace_size", kw, &opname, &bwd, &algebra,
+                                     &dtname, &B, &N_in, &N_out, &precision, &gate, &device))
         return NULL;
+    if (device < 0)
+        return PyErr_Format(PyExc_ValueError, "device: expected a CUDA device ordinal >= 0, got %d", device);
     op_call c;
     init_call(&c, strcmp(opname, "fcgp") == 0 ? OP_FCGP : OP_SGP, bwd);
     if (strcmp(opname, "sgp") != 0 && strcmp(opname, "fcgp") != 0)
@@ -607,6 +611,7 @@ PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwa
     fc_args a = shape_args(c.alg, dt, B, N_in, N_out);
     a.precision = (fc_precision)precision;
     a.gate = gate;
+    a.device = device;
     return PyLong_FromSize_t(workspace_needed(&c, &a));
 }
 

@@ -95,7 +95,8 @@ fc_status fc_fcgp_forward_cpu(const fc_args *a);
 fc_status fc_fcgp_backward_cpu(const fc_args *a);
 
 /* The CUDA backend (cuda/). Stream is a cudaStream_t. In a build without CUDA these
- * return FC_ERR_NO_CUDA. Workspace sizes depend on the shapes only, never on B for the
+ * return FC_ERR_NO_CUDA. Workspace sizes depend on the shapes and on what a->device is (its
+ * multiprocessor count, whether it takes the Hopper FCGP path), never on B for the
  * weight-gradient partials beyond a fixed cap; 0 means none needed. */
 size_t fc_sgp_forward_workspace_cuda(const fc_args *a);
 size_t fc_sgp_backward_workspace_cuda(const fc_args *a);
@@ -105,6 +106,11 @@ fc_status fc_sgp_forward_cuda(const fc_args *a, void *stream);
 fc_status fc_sgp_backward_cuda(const fc_args *a, void *stream);
 fc_status fc_fcgp_forward_cuda(const fc_args *a, void *stream);
 fc_status fc_fcgp_backward_cuda(const fc_args *a, void *stream);
+/* The Hopper FCGP forward (cuda/fcgp_sm90a.cu): whether this build has its sm_90a code, and
+ * its process-wide switch (on >= 0 sets it; returns the state; initially on unless
+ * FLASHCLIFFORD_FCGP_SM90 == "0"). */
+int fc_fcgp_sm90_compiled(void);
+int fc_fcgp_sm90_switch(int on);
 /* The launch shape the CUDA SGP takes for a's algebra, dtype, B and N_in on a->device with
  * aligned inputs (diagnostics and tuning): out = threads a row, rows a block, input stages,
  * mode (0 resident, 1 long with shared weights, 2 long), grid, shared-memory bytes. */

@@ -138,11 +138,25 @@ static PyObject *build_info(PyObject *module, PyObject *Py_UNUSED(ignored))
         Py_INCREF(Py_None);
     }
     static const char *const keys[] = {"version", "backends", "cuda_version", "cuda_archs", "gpu_count",
-                                       "gpu_usable", "openmp", "cpu_threads"};
+                                       "gpu_usable", "openmp", "cpu_threads", "fcgp_sm90a"};
     PyObject *vals[] = {PyUnicode_FromString(FC_VERSION), backends, cuda_version,
                         cuda ? PyUnicode_FromString(fc_cuda_archs()) : Py_NewRef(Py_None), PyLong_FromLong(gpus),
-                        PyBool_FromLong(gpus > 0), PyBool_FromLong(openmp), PyLong_FromLong(threads)};
+                        PyBool_FromLong(gpus > 0), PyBool_FromLong(openmp), PyLong_FromLong(threads),
+                        PyBool_FromLong(fc_fcgp_sm90_compiled())};
     return dict_of((int)(sizeof vals / sizeof vals[0]), keys, vals);
+}
+
+/* _fcgp_sm90(on=None): the switch of the Hopper FCGP forward (None: leave it), its state after. */
+static PyObject *fcgp_sm90(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *on = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:_fcgp_sm90", &on))
+        return NULL;
+    int set = -1;
+    if (on != Py_None && (set = PyObject_IsTrue(on)) < 0)
+        return NULL;
+    return PyBool_FromLong(fc_fcgp_sm90_switch(set));
 }
 
 static PyMethodDef module_methods[] = {
@@ -166,8 +180,13 @@ static PyMethodDef module_methods[] = {
      "grad_y=None, grad_weight=None, workspace=None, stream=None, gate=True)\n--\n\n"
      "Gradients of fcgp_forward: returns (grad_x, grad_y, grad_weight)."},
     {"workspace_size", (PyCFunction)(void (*)(void))fc_bind_workspace_size, METH_VARARGS | METH_KEYWORDS,
-     "workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0, gate=True)\n--\n\n"
-     "Bytes of CUDA scratch the op needs (0 for none)."},
+     "workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0, gate=True, device=0)\n--\n\n"
+     "Bytes of CUDA scratch the op needs on that device (0 for none)."},
+    {"_fcgp_sm90", fcgp_sm90, METH_VARARGS,
+     "_fcgp_sm90(on=None)\n--\n\n"
+     "The switch of the Hopper (sm_90a) FCGP forward, on unless FLASHCLIFFORD_FCGP_SM90=0 at start-up: "
+     "None leaves it, True/False sets it; returns its state. Process-wide; a workspace sized with it off "
+     "may be too small with it on (the op then raises)."},
     {"_sgp_config", (PyCFunction)(void (*)(void))fc_bind_sgp_config, METH_VARARGS | METH_KEYWORDS,
      "_sgp_config(backward, algebra, dtype, B, N, device=0)\n--\n\n"
      "Diagnostics: the CUDA SGP's launch shape for aligned inputs, (threads a row, rows a block, stages, "
@@ -181,7 +200,8 @@ static PyMethodDef module_methods[] = {
     {"find_algebra", find_algebra, METH_O,
      "find_algebra(metric)\n--\n\nThe kernel id of the algebra with this metric, or -1."},
     {"build_info", build_info, METH_NOARGS,
-     "build_info()\n--\n\nBackends, CUDA version and architectures compiled in, and whether a GPU is usable."},
+     "build_info()\n--\n\nBackends, CUDA version and architectures compiled in, whether a GPU is usable, "
+     "and whether the Hopper FCGP forward was compiled (fcgp_sm90a)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,6 +12,8 @@ fc_status fc_fcgp_forward_cuda(const fc_args *a, void *s) { (void)a; (void)s; re
 fc_status fc_fcgp_backward_cuda(const fc_args *a, void *s) { (void)a; (void)s; return FC_ERR_NO_CUDA; }
 fc_status fc_sgp_config_cuda(const fc_args *a, int b, long long o[6]) { (void)a; (void)b; (void)o; return FC_ERR_NO_CUDA; }
 void fc_sgp_shape_override(int rows, int stages) { (void)rows; (void)stages; }
+int fc_fcgp_sm90_compiled(void) { return 0; }
+int fc_fcgp_sm90_switch(int on) { (void)on; return 0; }
 
 int fc_cuda_compiled(void) { return 0; }
 int fc_cuda_device_count(void) { return 0; }

@@ -70,7 +70,7 @@ def _workspace(op, backward, algebra, x, n_in, n_out, precision=0, gate=True):
         return None
     batch = math.prod(x.shape[1:-1])
     size = _C.workspace_size(op, backward, algebra, _DTYPE_NAMES.get(x.dtype, "float32"), batch, n_in, n_out,
-                             precision, gate)
+                             precision, gate, x.get_device())
     return torch.empty(size, dtype=torch.uint8, device=x.device) if size else None
 
 

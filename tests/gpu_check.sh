@@ -3,15 +3,18 @@
 #   bash tests/gpu_check.sh            build in place for this GPU, GPU tests, the GPU tests again
 #                                      with every test on a side stream, compute-sanitizer
 #                                      (memcheck, racecheck, initcheck, synccheck, after canaries),
-#                                      and the benchmark table of issue 3 with its host-overhead line
-# STAGES=build,test,sidestream,sanitize,bench selects stages; SANITIZE_TOOLS="memcheck racecheck"
+#                                      the SASS check of the FCGP kernels (HGMMA / HMMA), and the
+#                                      benchmark tables of issues 3 (SGP, with its host-overhead
+#                                      line) and 4 (FCGP against torch.bmm)
+# STAGES=build,test,sidestream,sanitize,sass,bench selects stages (bench_sgp / bench_fcgp: one table); SANITIZE_TOOLS="memcheck racecheck"
 # selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
+# GPU_TESTS="tests/test_gpu_fcgp.py ..." narrows the test stage to those files (default tests/);
 # logs and results go to $OUT (default gpu_check_out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_check_out}
 mkdir -p "$OUT"
-STAGES=${STAGES:-build,test,sidestream,sanitize,bench}
+STAGES=${STAGES:-build,test,sidestream,sanitize,sass,bench}
 SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
 SIDESTREAM_MARKS=${SIDESTREAM_MARKS:-gpu}
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -33,7 +36,9 @@ fi
 if has test; then
     step "GPU tests"
     # --durations: where the stage's minutes go (device time is what a GPU session runs short of)
-    python3 -m pytest -q -m gpu -p no:cacheprovider --durations=30 tests/ 2>&1 | tee "$OUT/pytest_gpu.log" | tail -n 60
+    # shellcheck disable=SC2086  # GPU_TESTS is a list of paths
+    python3 -m pytest -q -m gpu -p no:cacheprovider --durations=30 ${GPU_TESTS:-tests/} 2>&1 |
+        tee "$OUT/pytest_gpu.log" | tail -n 60
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 
@@ -89,7 +94,13 @@ if has sanitize; then
     done
 fi
 
-if has bench; then
+if has sass; then
+    step "SASS of the FCGP kernels (tensor-core instructions, local memory)"
+    python3 tests/sass_check.py 2>&1 | tee "$OUT/sass_fcgp.txt" | tail -n 12
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
+if has bench || has bench_sgp; then
     step "benchmark (issue 3 table)"
     # the sweeps' settings (benchmarks/run_sweeps.sh): the compiled baseline built once per
     # configuration with symbolic sizes; per-shape graphs (--compile static) take minutes more
@@ -99,6 +110,14 @@ if has bench; then
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     step "host overhead (issue 3: one forward through the torch op, Cl(3,0) B=1024 N=128, <= 25 us)"
     python3 benchmarks/host_overhead.py 2>&1 | tee "$OUT/host_overhead.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
+if has bench || has bench_fcgp; then
+    step "benchmark (issue 4 table: FCGP against torch.bmm of the same products)"
+    python3 -m flashclifford.bench --op fcgp -a 2 3 --dtype float32 bfloat16 --precision tf32 -B 4096 -N 512 \
+        --baselines compiled --compile dynamic --reps 30 --warmup 2 --max-seconds 0.3 --no-host-baselines \
+        --out "$OUT/bench_fcgp" --no-progress 2>&1 | tee "$OUT/bench_fcgp.log" | tail -n 12
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 echo

@@ -10,6 +10,9 @@
                                              gate. --quick: two algebras (Cl(3,0), and Cl(1,3)
                                              whose gz kernel takes several passes), SGP
                                              float32/bfloat16, FCGP every mode but float64.
+                                             On a compute-capability 9.0 GPU with the sm_90a build,
+                                             also the FCGP cases of the Hopper forward's algebras
+                                             and modes with it switched on and off.
     python tests/gpu_sanitize.py --canary NAME      an out-of-bounds write in a kernel called NAME
     python tests/gpu_sanitize.py --race-canary NAME an unsynchronized shared-memory race in NAME
                                              (CuPy): the sanitizer must report them, under the same
@@ -141,8 +144,19 @@ def run(quick):
         modes = list(FCGP_MODES)
     n_sgp = run_sgp(algebras, sgp_dtypes)
     n_fcgp = run_fcgp(algebras, modes, quick)
+    n_switch = 0
+    if fc._C.build_info()["fcgp_sm90a"] and torch.cuda.get_device_capability() == (9, 0):
+        # the Hopper forward's algebras and modes with its switch on and off (the default list
+        # takes whichever path the switch says): both shapes (N_in 45 keeps the mma.sync
+        # forward, N_in 64 takes the copy engine), normalize on and off, with and without the gate
+        before = fc._C._fcgp_sm90()
+        for on in (True, False):
+            fc._C._fcgp_sm90(on)
+            n_switch += run_fcgp([fc.Algebra(2), fc.Algebra(3)], ["tf32", "fp32-bf16", "bfloat16"], False)
+        fc._C._fcgp_sm90(before)
     torch.cuda.synchronize()
-    print(f"gpu_sanitize: {n_sgp} SGP and {n_fcgp} FCGP cases ran")
+    print(f"gpu_sanitize: {n_sgp} SGP and {n_fcgp} FCGP cases ran, and {n_switch} FCGP cases with the Hopper "
+          "forward switched on and off")
 
 
 if __name__ == "__main__":

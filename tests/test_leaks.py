@@ -102,6 +102,9 @@ ENTRY_POINTS = {
     "legacy_capsule": lambda: fc.ops.sgp_forward(X, LEGACY, W, 3),
     "find_algebra": lambda: fc._C.find_algebra((0, 1, 1, 1)),
     "workspace_size": lambda: fc._C.workspace_size("fcgp", True, 3, "float32", 64, 8, 8),
+    "workspace_size_device": lambda: fc._C.workspace_size("fcgp", False, 1, "float32", 64, 8, 8, 1, True, 0),
+    "fcgp_sm90_switch": lambda: fc._C._fcgp_sm90(fc._C._fcgp_sm90()),  # leaves it as it was
+    "error_ws_device": _raises(lambda: fc._C.workspace_size("fcgp", 0, 1, "float32", 8, 8, 8, device=-1)),
     "error_dlpack_raises": _raises(lambda: fc.ops.sgp_forward(X, RAISES, W, 3)),  # chained exception
     "error_dlpack_garbage": _raises(lambda: fc.ops.sgp_forward(X, GARBAGE, W, 3)),
     "error_device_claim": _raises(lambda: fc.ops.sgp_forward(X, CLAIMS, W, 3)),  # capsule taken, then refused

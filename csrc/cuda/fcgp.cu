@@ -45,6 +45,7 @@
 #include "algebra_traits.cuh"
 #include "common.cuh"
 #include "fcgp_plans.cuh"
+#include "fcgp_sm90a.h"
 #include "mma_ptx.cuh"
 
 namespace fc {
@@ -966,10 +967,21 @@ template <int ID, class E, int MODE, class Tio> struct Op {
     using Wg = GwCfg<ID, E, MODE>;
 
     struct Layout {
-        size_t xc, yc, wc, o, part, go, xg, yg, gwp, total;
+        size_t xc, yc, wc, o, part, go, xg, yg, gwp, wt, total;
         int S;
         int64_t rows_per_split;
     };
+
+    /* The Hopper forward GEMM (fcgp_sm90a.h) for tf32 / bf16 operands, fp32 o, and an output
+     * it can write in fp32 (out itself, or o in the workspace ahead of the norm). */
+    static constexpr bool SM90_TYPES = (MODE == kTF32 || MODE == kBF16) && std::is_same<C, float>::value;
+    static bool sm90_planned(const fc_args *a)
+    {
+        if constexpr (SM90_TYPES)
+            return (a->normalize || std::is_same<Tio, float>::value) && sm90::planned(a, MODE, sizeof(E));
+        else
+            return false;
+    }
 
     /* Batch splits of gW: enough blocks for two waves, and few enough rows a split that the
      * xg, yg and go rows of one split (read by every path and tile) stay in L2 (24 MB: half
@@ -999,11 +1011,15 @@ template <int ID, class E, int MODE, class Tio> struct Op {
             L.wc = bp.take((size_t)(P * Ni * No) * sizeof(E));
         }
         const bool o_in_out = !backward && std::is_same<Tio, C>::value;
+        const bool hopper = (!backward || a->normalize) && sm90_planned(a); /* backward: o recomputed */
         if (a->normalize) {
             if (!o_in_out)
                 L.o = bp.take((size_t)(D * B * No) * sizeof(C));
-            L.part = bp.take((size_t)(cdiv(No, F::BN) * B * G) * sizeof(C));
+            const int64_t parts = std::max(cdiv(No, F::BN), hopper ? sm90::colblocks(a) : 0);
+            L.part = bp.take((size_t)(parts * B * G) * sizeof(C));
         }
+        if (hopper)
+            L.wt = bp.take(sm90::wt_bytes(a, MODE, sizeof(E)));
         if (backward) {
             if ((a->normalize && !std::is_same<E, C>::value) || (!a->normalize && CONV))
                 L.go = bp.take((size_t)(D * B * No) * sizeof(E));
@@ -1056,6 +1072,29 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         return FC_OK;
     }
 
+    static fc_status sm90_gemm(const E *x, const E *y, const E *w, void *wt, C *o, C *part, const fc_args *a,
+                               cudaStream_t st)
+    {
+        if constexpr (SM90_TYPES)
+            return sm90::forward_gemm(a, MODE, x, y, w, wt, o, part, st);
+        else
+            return FC_ERR_TYPE; /* sm90_planned() is false for these types */
+    }
+
+    /* o (fp32, D x B x N_out) and, when part != NULL, its grade-norm partials (*parts column
+     * blocks of them): the Hopper GEMM where it is planned and the pointers suit the copy
+     * engine, else the mma.sync / FMA one. */
+    static fc_status o_gemm(const E *x, const E *y, const E *w, C *o, C *part, char *ws, const Layout &L,
+                            const fc_args *a, cudaStream_t st, int64_t *parts)
+    {
+        if (sm90_planned(a) && sm90::aligned(x, y, o)) {
+            *parts = sm90::colblocks(a);
+            return sm90_gemm(x, y, w, ws + L.wt, o, part, a, st);
+        }
+        *parts = cdiv(a->N_out, F::BN);
+        return gemm<C, true>(x, y, w, o, part, a, st); /* part may be NULL: then no partials */
+    }
+
     static fc_status forward(const fc_args *a, cudaStream_t st)
     {
         const int64_t B = a->B, Ni = a->N_in, No = a->N_out;
@@ -1083,14 +1122,15 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 return s;
             x = xc, y = yc, w = wc;
         }
-        if (!a->normalize)
+        if (!a->normalize && !(std::is_same<Tio, C>::value && sm90_planned(a) && sm90::aligned(x, y, a->out)))
             return gemm<Tio, false>(x, y, w, (Tio *)a->out, nullptr, a, st);
-        C *o = std::is_same<Tio, C>::value ? (C *)a->out : (C *)(ws + L.o);
-        C *part = (C *)(ws + L.part);
-        if ((s = gemm<C, true>(x, y, w, o, part, a, st)) != FC_OK)
+        C *o = !a->normalize || std::is_same<Tio, C>::value ? (C *)a->out : (C *)(ws + L.o);
+        C *part = a->normalize ? (C *)(ws + L.part) : nullptr;
+        int64_t parts = 0;
+        if ((s = o_gemm(x, y, w, o, part, ws, L, a, st, &parts)) != FC_OK || !a->normalize)
             return s;
-        fwd_finalize<ID, C, Tio><<<(unsigned)B, 128, 0, st>>>(o, (Tio *)a->out, (C *)a->norms, part,
-                                                              (int)cdiv(No, F::BN), B, No);
+        fwd_finalize<ID, C, Tio><<<(unsigned)B, 128, 0, st>>>(o, (Tio *)a->out, (C *)a->norms, part, (int)parts, B,
+                                                              No);
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     }
@@ -1136,10 +1176,11 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         if (a->normalize) {
             C *o = (C *)(ws + L.o), *part = a->norms ? nullptr : (C *)(ws + L.part);
             E *gob = (E *)(ws + L.go);
-            if ((s = gemm<C, true>(x, y, w, o, part, a, st)) != FC_OK)
+            int64_t parts = 0;
+            if ((s = o_gemm(x, y, w, o, part, ws, L, a, st, &parts)) != FC_OK)
                 return s;
             norm_bwd<ID, C, E, Tio><<<(unsigned)B, 128, 0, st>>>(o, (const Tio *)a->grad_out, (const C *)a->norms,
-                                                                  part, (int)cdiv(No, F::BN), gob, B, No);
+                                                                  part, (int)parts, gob, B, No);
             FC_LAUNCH_CHECK(st);
             go = gob;
         } else if (CONV) {

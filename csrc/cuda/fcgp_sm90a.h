@@ -1,0 +1,51 @@
+/* fcgp_sm90a.h — what fcgp.cu asks of the Hopper FCGP forward (fcgp_sm90a.cu): the GEMM
+ * o_j = sum_p z_{j,p} @ W[p] on warpgroup MMA with TMA tiles, MVGELU applied as x and y load,
+ * and the grade-norm partials in the epilogue; fcgp.cu keeps the finalize pass, the other
+ * paths and everything around them.
+ *
+ * Eligible: the unit built for sm_90a (FC_SM90A), the path switched on (the default;
+ * FLASHCLIFFORD_FCGP_SM90=0 at start-up or set_enabled(false) keeps mma.sync), a device of
+ * compute capability 9.0 exactly, Cl(2,0) or Cl(3,0) (D <= 8: the 16-component algebras'
+ * fragments do not fit beside the accumulators), tf32 or bf16 operands, rows of x and y a
+ * multiple of 16 bytes (the copy engine's stride rule), and grid-sized shapes.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "../fc.h"
+
+namespace fc {
+namespace fcgp {
+namespace sm90 {
+
+/* Whether the path would run for this call's algebra, operand mode (mma_ptx.cuh Mode),
+ * operand size in bytes and shape on a->device. Pointer alignment is checked at launch. */
+bool planned(const fc_args *a, int mode, int operand_bytes);
+
+/* Workspace bytes of the path: the prepared W^T (P, N_out, N_in padded to whole steps). */
+size_t wt_bytes(const fc_args *a, int mode, int operand_bytes);
+
+/* The column-block count of the partials: N_out over the tile's columns (512 / D). */
+int64_t colblocks(const fc_args *a);
+
+/* Whether the copy engine can read x and y and the epilogue write o (16-byte aligned). */
+bool aligned(const void *x, const void *y, const void *o);
+
+/* o (D, B, N_out) fp32 and, when partial != NULL, the grade-norm partials (colblocks, B, G).
+ * x, y (D, B, N_in), w (P, N_in, N_out) in the operand type; wt: wt_bytes of workspace.
+ * Only after planned() and aligned(). */
+fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *wt, float *o,
+                       float *partial, cudaStream_t stream);
+
+/* The switch (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0") and whether the unit has sm_90a code. */
+void set_enabled(bool on);
+bool enabled();
+bool compiled();
+
+} // namespace sm90
+} // namespace fcgp
+} // namespace fc

@@ -1,0 +1,97 @@
+"""Which matrix instructions the built FCGP kernels use (issue 4: the tf32, bf16 and fp16 paths
+on tensor cores, HGMMA where wgmma is used), read off the extension's SASS.
+
+    python tests/sass_check.py [path/to/_C*.so]    (default: the built extension)
+
+Runs `cuobjdump -sass` (CUDA toolkit; none on a machine without it: exit 2), groups the
+instructions by kernel, and prints a line per FCGP GEMM kernel: HGMMA, HMMA, FFMA/DFMA counts
+and local-memory accesses (LDL/STL: spills). Exit 1 when a kernel breaks its rule:
+  - fc::fcgp::sm90 fwd_tma_kernel (Hopper forward): HGMMA present;
+  - fc::fcgp fwd_kernel / gz_kernel / gw_kernel with MODE tf32, bf16 or fp16: HMMA present;
+Local-memory accesses are listed as notes (known: the fp64 gz of Cl(1,3) and Cl(4,0), and a
+few bytes of the bf16 Hopper forward's producer state; NOTES_FCGP.md), not failures.
+"""
+
+import collections
+import glob
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+MODES = {0: "fma", 1: "tf32", 2: "bf16", 3: "f16"}
+GEMM = re.compile(r"fc::fcgp::(?:sm90::)?(fwd_tma_kernel|fwd_kernel|gz_kernel|gw_kernel)"
+                  r"<(\d+), ([^,>]+)(?:, (\d+))?")
+
+
+def sass_by_kernel(so):
+    text = subprocess.run(["cuobjdump", "-sass", so], capture_output=True, text=True, check=True).stdout
+    counts, name, arch = {}, None, None
+    for line in text.splitlines():
+        if line.strip().startswith("code for sm_"):
+            arch = line.split()[-1]
+        elif "Function :" in line:
+            name = line.split("Function :", 1)[1].strip()
+            counts[(name, arch)] = collections.Counter()
+        elif name is not None:
+            m = re.search(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
+            if m:
+                counts[(name, arch)][m.group(1)] += 1
+    return counts
+
+
+def demangle(names):
+    if not shutil.which("c++filt"):
+        return dict(zip(names, names, strict=True))
+    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True)
+    return dict(zip(names, out.stdout.splitlines(), strict=True))
+
+
+def main(argv):
+    if not shutil.which("cuobjdump"):
+        print("sass_check: no cuobjdump on this machine")
+        return 2
+    root = Path(__file__).resolve().parent.parent
+    so = argv[0] if argv else (glob.glob(str(root / "flashclifford" / "_C*.so")) or [None])[0]
+    if so is None:
+        print("sass_check: no built extension (flashclifford/_C*.so)")
+        return 2
+    counts = sass_by_kernel(so)
+    names = demangle([n for n, _ in counts])
+    bad, notes, rows = [], [], []
+    for (mangled, arch), c in sorted(counts.items(), key=lambda kv: names[kv[0][0]]):
+        full = names[mangled]
+        m = GEMM.search(full)
+        if not m:
+            continue
+        kind, alg, etype, mode = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+        if kind == "fwd_tma_kernel":  # <ID, MODE, CN, CM, GATE, NORM, MC>: mode is the second
+            mode, etype = int(etype), None
+        mode = int(mode) if mode is not None else 0
+        hg, hm = c["HGMMA"], c["HMMA"]
+        fma = c["FFMA"] + c["DFMA"]
+        local = c["LDL"] + c["STL"]
+        rows.append(f"{arch:7} {kind:15} alg {alg} {MODES.get(mode, mode):5} {etype or '':16} "
+                    f"HGMMA {hg:4} HMMA {hm:4} FMA {fma:6} LDL/STL {local:3}")
+        if kind == "fwd_tma_kernel" and hg == 0:
+            bad.append(f"{full}: no HGMMA")
+        elif kind != "fwd_tma_kernel" and mode in (1, 2, 3) and hm == 0:
+            bad.append(f"{full}: no HMMA")
+        if local:
+            notes.append(f"{full} ({arch}): {local} local-memory accesses")
+    print("\n".join(rows))
+    kinds = collections.Counter(r.split()[1] for r in rows)
+    print(f"sass_check: {len(rows)} FCGP GEMM kernels ({dict(kinds)}), {len(bad)} problems")
+    for b in bad:
+        print("  problem: " + b)
+    for n in notes:
+        print("  note: " + n)
+    if not rows:
+        print("sass_check: no FCGP GEMM kernel found (a CUDA build?)")
+        return 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,122 @@
+"""The Hopper (sm_90a) FCGP forward (csrc/cuda/fcgp_sm90a.cu: wgmma with TMA tiles), on by
+default on a compute-capability 9.0 GPU and switched with flashclifford._C._fcgp_sm90 (marked
+`gpu`; skipped unless the build has its code and the GPU is compute capability 9.0). With the
+switch on, the forward of every eligible call runs on it, and so does the forward that the
+backward recomputes: Cl(2,0) and Cl(3,0), tf32, fp32 with bf16 products, bfloat16, normalize on
+and off, the gate on and off. Checked against the float64 einsum with the mode's bound
+(gpu_util FCGP_MODES, SPEC tolerances), the gradients too, run-to-run bits, and that the path
+really ran (its workspace holds W^T). The matrix also runs with the switch off, so that the
+mma.sync forward these calls take on other GPUs stays covered on an H100.
+
+Shapes: x, y (D, *batch, N_in); weight (P, N_in, N_out). N_in is a multiple of 8 (the copy
+engine reads rows of a multiple of 16 bytes; other N_in keep the mma.sync forward, checked
+too); B and N_out have tails.
+"""
+
+import pytest
+from conftest import seed_for
+
+torch = pytest.importorskip("torch")
+
+from gpu_util import FCGP_MODES, assert_mode, check_fcgp, make_fcgp, np64  # noqa: E402
+
+import flashclifford as fc  # noqa: E402
+from flashclifford import reference  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+ALGS = [pytest.param(fc.Algebra(2), id="Cl(2,0)"), pytest.param(fc.Algebra(3), id="Cl(3,0)")]
+MODES = ["tf32", "fp32-bf16", "bfloat16"]
+DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
+PRECISION_CODES = {"highest": 0, "tf32": 1, "bf16": 2}
+SHAPES = [
+    pytest.param((200,), 64, 104, id="B200-64-104"),  # row and column tails
+    pytest.param((3, 23), 120, 70, id="B3x23-120-70"),  # two batch dims, K not whole steps in tf32
+    pytest.param((1,), 8, 1, id="B1-8-1"),  # one step, one output feature
+    pytest.param((130,), 512, 200, id="B130-512-200"),  # 64 K steps: every stage refilled
+]
+
+
+def _switched(on):
+    if not fc._C.build_info()["fcgp_sm90a"] or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs a build with the sm_90a FCGP forward and a compute-capability 9.0 GPU")
+    before = fc._C._fcgp_sm90()
+    fc._C._fcgp_sm90(on)
+    try:
+        yield
+    finally:
+        fc._C._fcgp_sm90(before)
+
+
+@pytest.fixture
+def sm90_on():
+    yield from _switched(True)
+
+
+@pytest.fixture(params=[True, False], ids=["sm90", "mma.sync"])
+def sm90_either(request):
+    yield from _switched(request.param)
+
+
+def workspace(alg, mode, n_in, backward=False, normalize=True):
+    dtype, precision = FCGP_MODES[mode][:2]
+    # workspace_size plans for normalize on (the larger need): the backward then recomputes the forward
+    return fc._C.workspace_size("fcgp", backward, alg.id, DTYPE_NAMES[dtype], 256, n_in, 64,
+                                PRECISION_CODES[precision], True, torch.cuda.current_device())
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_the_path_is_planned(sm90_on, alg, mode):
+    def on_off(n_in, backward=False):
+        on = workspace(alg, mode, n_in, backward)
+        fc._C._fcgp_sm90(False)
+        off = workspace(alg, mode, n_in, backward)
+        fc._C._fcgp_sm90(True)
+        return on, off
+
+    wt = alg.P * 64 * 64 * (4 if mode == "tf32" else 2)
+    # its workspace holds W^T (P, N_out, N_in) in the operand type; off, it does not; the
+    # backward's too (it recomputes the forward's output)
+    for backward in (False, True):
+        on, off = on_off(64, backward)
+        assert on >= off + wt, backward
+    # rows of x the copy engine cannot read (not a multiple of 16 bytes) keep the mma.sync forward
+    on, off = on_off(61 if mode == "tf32" else 60)
+    assert on == off
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out", SHAPES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_matrix(sm90_either, alg, batch, n_in, n_out, mode, normalize):
+    seed = seed_for(f"sm90/{alg.name}/{batch}/{mode}") % 997
+    check_fcgp(alg, batch, n_in, n_out, mode, normalize, seed=seed)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_gate_off(sm90_on, alg, mode, normalize):
+    dtype, precision = FCGP_MODES[mode][:2]
+    x, y, w, _ = make_fcgp(alg, (70,), 64, 72, dtype, seed_for(f"sm90-gate/{alg.name}/{mode}") % 997)
+    out = fc.gelu_fcgp_norm(x, y, w, alg, normalize, precision=precision, gate=False)
+    want = reference.fcgp_np(np64(x), np64(y), np64(w), alg, normalize, gate=False)
+    assert_mode(np64(out), want, mode, "out", lambda u: 0.0)  # the mode's fixed bound, no widening
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_deterministic_run_to_run(sm90_on, alg, mode):
+    dtype, precision = FCGP_MODES[mode][:2]
+    x, y, w, _ = make_fcgp(alg, (300,), 128, 136, dtype, 5)
+    a = fc.gelu_fcgp_norm(x, y, w, alg, True, precision=precision)
+    b = fc.gelu_fcgp_norm(x, y, w, alg, True, precision=precision)
+    assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unaligned_rows_fall_back(sm90_on, mode):
+    # N_in = 36: tf32 rows of 144 bytes (copy engine), bf16 rows of 72 (mma.sync); both correct
+    check_fcgp(fc.Algebra(3), (65,), 36, 40, mode, True, seed=11)
