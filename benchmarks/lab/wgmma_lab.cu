@@ -337,10 +337,10 @@ static CUtensorMap make_map_3d(void *base, CUtensorMapDataType ty, size_t es, ui
 template <int ID, int MODE, int NTV> struct Run {
     using C = Cfg<ID, MODE, NTV>;
     using E = Elem<MODE>;
-    E *x = nullptr, *y = nullptr, *wt = nullptr;
+    E *x = nullptr, *y = nullptr, *wt = nullptr, *g = nullptr;
     float *out = nullptr;
     const Problem &pr;
-    CUtensorMap xm, ym, wm; /* the TMA kernel's views of x, y and W^T */
+    CUtensorMap xm, ym, wm, gm; /* the TMA kernel's views of x, y, W^T and the gate product */
 
     explicit Run(const Problem &p) : pr(p)
     {
@@ -372,8 +372,13 @@ template <int ID, int MODE, int NTV> struct Run {
         /* a step's 32 bytes of K a box row, in the swizzle wgmma reads (desc_kmajor_sw32);
          * half the paths a box, so a 2-row cluster multicasts one half each */
         wm = make_map_3d(wt, ty, sizeof(E), Nip, No, C::P, C::KS, C::NT, C::P / 2, CU_TENSOR_MAP_SWIZZLE_32B);
+        /* the gate product Phi(x_0) Phi(y_0) the GATE kernels scale x by (fcgp_wgmma.cuh) */
+        CK(cudaMalloc(&g, (size_t)B * Ni * sizeof(E)));
+        gate_product<E><<<(B * Ni + 255) / 256, 256>>>(x, y, g, (int64_t)B * Ni);
+        CK(cudaGetLastError());
+        gm = make_map_3d(g, ty, sizeof(E), Ni, B, 1, C::KS, C::BM, 1);
     }
-    ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(out); }
+    ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(g), cudaFree(out); }
     int nip() const { return (pr.Ni + C::KS - 1) / C::KS * C::KS; }
 
     /* the TMA kernel in a CN x CM cluster (1 x 1: no cluster) */
@@ -382,7 +387,7 @@ template <int ID, int MODE, int NTV> struct Run {
     cudaLaunchConfig_t tma_config(cudaLaunchAttribute *attr)
     {
         auto kern = fwd_tma_kernel<ID, MODE, CN, CM, GATE, NORM, MC>;
-        const int smem = C::SMEM + 1024 + 2 * C::STAGES * 8;
+        constexpr int smem = tma_smem_bytes<ID, MODE, GATE>();
         static const bool opted_in = [&] { /* once a kernel */
             CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
             return true;
@@ -417,8 +422,8 @@ template <int ID, int MODE, int NTV> struct Run {
     {
         cudaLaunchAttribute attr;
         const cudaLaunchConfig_t cfg = tma_config<CN, CM, GATE, NORM, MC>(&attr);
-        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, NORM, MC>, xm, ym, wm, out, partial, pr.B,
-                              pr.Ni, pr.No));
+        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, NORM, MC>, xm, ym, wm, gm, out, partial,
+                              pr.B, pr.Ni, pr.No));
         if constexpr (NORM)
             norm_finalize<ID><<<pr.B, 256>>>(out, norms, partial, pr.B, pr.No, (pr.No + C::NT - 1) / C::NT);
     }

@@ -1,11 +1,13 @@
 /* fcgp_sm90a.cu — the Hopper FCGP forward GEMM behind fcgp_sm90a.h: W^T prepared in the
- * workspace by a tiled transpose, three tensor maps a call, and fwd_tma_kernel of
+ * workspace by a tiled transpose, with the gate the gate product g by gate_product, three or
+ * four tensor maps a call, and fwd_tma_kernel of
  * fcgp_wgmma.cuh on one CTA a tile (the multicast clusters ran slower so far:
  * benchmarks/NOTES_FCGP.md). setup.py builds this unit for sm_90a alone when 9.0 is a target
  * (FC_SM90A = 1); otherwise only its host side is compiled and planned() is false.
  */
 #include "fcgp_sm90a.h"
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
@@ -77,10 +79,18 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
     return major == 9 && minor == 0; /* sm_90a code runs on 9.0 exactly */
 }
 
+namespace {
+/* W^T's bytes, rounded up to 256 so that g after it stays aligned for the copy engine */
 size_t wt_bytes(const fc_args *a, int mode, int operand_bytes)
 {
     const int64_t nip = cdiv(a->N_in, kSteps(mode)) * kSteps(mode);
-    return (size_t)a->alg->P * (size_t)a->N_out * (size_t)nip * (size_t)operand_bytes;
+    return ((size_t)a->alg->P * (size_t)a->N_out * (size_t)nip * (size_t)operand_bytes + 255) & ~(size_t)255;
+}
+} // namespace
+
+size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
+{
+    return wt_bytes(a, mode, operand_bytes) + (a->gate ? (size_t)a->B * (size_t)a->N_in * (size_t)operand_bytes : 0);
 }
 
 int64_t colblocks(const fc_args *a) { return cdiv(a->N_out, tile_cols(a)); }
@@ -164,51 +174,63 @@ fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, siz
 }
 
 template <int ID, int MODE>
-fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, void *wt, float *o, float *partial,
+fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, void *ws, float *o, float *partial,
                cudaStream_t st)
 {
     using C = Cfg<ID, MODE, 0>;
     using E = Elem<MODE>;
     const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nip = cdiv(Ni, C::KS) * C::KS;
+    E *wt = (E *)ws, *g = (E *)((char *)ws + wt_bytes(a, MODE, sizeof(E)));
     prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(No, 32), (unsigned)C::P), 256, 0, st>>>(
-        (const E *)w, (E *)wt, Ni, No, Nip);
+        (const E *)w, wt, Ni, No, Nip);
     FC_LAUNCH_CHECK(st);
+    if (a->gate) { /* component 0 of x and y is their first B x N_in block */
+        const int64_t n = B * Ni;
+        gate_product<E><<<(unsigned)std::min<int64_t>(cdiv(n, 256), 4096), 256, 0, st>>>((const E *)x, (const E *)y,
+                                                                                           g, n);
+        FC_LAUNCH_CHECK(st);
+    }
 
     constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-    CUtensorMap xm, ym, wm;
+    CUtensorMap xm, ym, wm, gm;
     fc_status s;
     /* x, y: a step's K x 64 rows x every component; W^T: a step's K x the tile's columns x
-     * half the paths, in the 32-byte swizzle the kernel's wgmma descriptors read */
+     * half the paths, in the 32-byte swizzle the kernel's wgmma descriptors read; g: a step's
+     * K x 64 rows (without the gate the kernel never reads it: x's map stands in) */
     if ((s = make_map(&xm, x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
         (s = make_map(&ym, y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
         (s = make_map(&wm, wt, ty, sizeof(E), Nip, No, C::P, C::KS, C::NT, C::P / 2, CU_TENSOR_MAP_SWIZZLE_32B)) !=
             FC_OK)
         return s;
+    if (!a->gate)
+        gm = xm;
+    else if ((s = make_map(&gm, g, ty, sizeof(E), Ni, B, 1, C::KS, C::BM, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK)
+        return s;
 
     const dim3 grid((unsigned)cdiv(No, C::NT), (unsigned)cdiv(B, C::BM));
-    const int smem = C::SMEM + 1024 + 2 * C::STAGES * 8; /* 1024: the tiles' alignment; the mbarriers */
-    auto launch = [&](auto kern) -> fc_status {
+    auto launch = [&](auto kern, int smem) -> fc_status {
         FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        kern<<<grid, C::THREADS, smem, st>>>(xm, ym, wm, o, partial, (int)B, (int)Ni, (int)No);
+        kern<<<grid, C::THREADS, smem, st>>>(xm, ym, wm, gm, o, partial, (int)B, (int)Ni, (int)No);
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     };
+    constexpr int smem_gate = tma_smem_bytes<ID, MODE, true>(), smem_plain = tma_smem_bytes<ID, MODE, false>();
     if (a->gate)
-        return partial ? launch(fwd_tma_kernel<ID, MODE, 1, 1, true, true>)
-                       : launch(fwd_tma_kernel<ID, MODE, 1, 1, true, false>);
-    return partial ? launch(fwd_tma_kernel<ID, MODE, 1, 1, false, true>)
-                   : launch(fwd_tma_kernel<ID, MODE, 1, 1, false, false>);
+        return partial ? launch(fwd_tma_kernel<ID, MODE, 1, 1, true, true>, smem_gate)
+                       : launch(fwd_tma_kernel<ID, MODE, 1, 1, true, false>, smem_gate);
+    return partial ? launch(fwd_tma_kernel<ID, MODE, 1, 1, false, true>, smem_plain)
+                   : launch(fwd_tma_kernel<ID, MODE, 1, 1, false, false>, smem_plain);
 }
 
 template <int MODE>
-fc_status by_algebra(const fc_args *a, const void *x, const void *y, const void *w, void *wt, float *o, float *partial,
+fc_status by_algebra(const fc_args *a, const void *x, const void *y, const void *w, void *ws, float *o, float *partial,
                      cudaStream_t st)
 {
     switch (a->alg->D) { /* the D <= 8 algebras: Cl(2,0) and Cl(3,0) (planned() checked D) */
     case AlgebraTraits<0>::D:
-        return gemm<0, MODE>(a, x, y, w, wt, o, partial, st);
+        return gemm<0, MODE>(a, x, y, w, ws, o, partial, st);
     case AlgebraTraits<1>::D:
-        return gemm<1, MODE>(a, x, y, w, wt, o, partial, st);
+        return gemm<1, MODE>(a, x, y, w, ws, o, partial, st);
     }
     fc_set_error("fcgp: no Hopper forward for %s", a->alg->name);
     return FC_ERR_VALUE;
@@ -216,14 +238,14 @@ fc_status by_algebra(const fc_args *a, const void *x, const void *y, const void 
 
 } // namespace
 
-fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *wt, float *o,
+fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *ws, float *o,
                        float *partial, cudaStream_t stream)
 {
     static_assert(AlgebraTraits<0>::D == 4 && AlgebraTraits<1>::D == 8, "ids 0, 1: Cl(2,0), Cl(3,0)");
     if (mode == kTF32)
-        return by_algebra<kTF32>(a, x, y, w, wt, o, partial, stream);
+        return by_algebra<kTF32>(a, x, y, w, ws, o, partial, stream);
     if (mode == kBF16)
-        return by_algebra<kBF16>(a, x, y, w, wt, o, partial, stream);
+        return by_algebra<kBF16>(a, x, y, w, ws, o, partial, stream);
     fc_set_error("fcgp: no Hopper forward for operand mode %d", mode);
     return FC_ERR_VALUE;
 }

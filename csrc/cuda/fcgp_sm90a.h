@@ -26,8 +26,9 @@ namespace sm90 {
  * operand size in bytes and shape on a->device. Pointer alignment is checked at launch. */
 bool planned(const fc_args *a, int mode, int operand_bytes);
 
-/* Workspace bytes of the path: the prepared W^T (P, N_out, N_in padded to whole steps). */
-size_t wt_bytes(const fc_args *a, int mode, int operand_bytes);
+/* Workspace bytes of the path: the prepared W^T (P, N_out, N_in padded to whole steps) and,
+ * with the gate, the gate product g = Phi(x_0) Phi(y_0) (B, N_in), both in the operand type. */
+size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes);
 
 /* The column-block count of the partials: N_out over the tile's columns (512 / D). */
 int64_t colblocks(const fc_args *a);
@@ -36,9 +37,10 @@ int64_t colblocks(const fc_args *a);
 bool aligned(const void *x, const void *y, const void *o);
 
 /* o (D, B, N_out) fp32 and, when partial != NULL, the grade-norm partials (colblocks, B, G).
- * x, y (D, B, N_in), w (P, N_in, N_out) in the operand type; wt: wt_bytes of workspace.
+ * x, y (D, B, N_in), w (P, N_in, N_out) in the operand type, MVGELU first when a->gate;
+ * ws: workspace_bytes of workspace.
  * Only after planned() and aligned(). */
-fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *wt, float *o,
+fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *ws, float *o,
                        float *partial, cudaStream_t stream);
 
 /* The switch (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0") and whether the unit has sm_90a code. */

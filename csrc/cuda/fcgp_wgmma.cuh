@@ -8,9 +8,10 @@
  * registers, fences and issues that component's wgmmas on W[p] tiles in shared memory.
  *
  * fwd_tma_kernel brings the tiles by TMA (tma.cuh), optionally over a cluster with multicast,
- * applies MVGELU as fragments load (GATE) and leaves grade-norm partials for norm_finalize
- * (NORM). Developed and measured in benchmarks/lab/wgmma_lab.cu (NOTES_FCGP.md); the library
- * does not launch it yet. Needs an sm_90a target (wgmma.cuh, tma.cuh trap elsewhere).
+ * applies MVGELU as fragments load (GATE: x scaled by the gate product of gate_product) and
+ * leaves grade-norm partials for norm_finalize (NORM). Developed and measured in
+ * benchmarks/lab/wgmma_lab.cu (NOTES_FCGP.md); the library launches it from fcgp_sm90a.cu.
+ * Needs an sm_90a target (wgmma.cuh, tma.cuh trap elsewhere).
  */
 #pragma once
 
@@ -144,32 +145,37 @@ __device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs,
         }
 }
 
-/* MVGELU on this thread's fragments (SPEC: xg_i = x_i Phi(x_0), Phi from erf): every
- * component at a position times Phi of component 0 there. 2-byte values go through fp32. */
-template <int MODE, int D> __device__ __forceinline__ void gate_frags(uint2 (&v)[D][2])
+/* MVGELU through one factor a position: every term of z_{j,p} is s xg_i yg_k = s x_i y_k
+ * Phi(x_0) Phi(y_0) (SPEC: xg_i = x_i Phi(x_0), Phi from erf), so z_{j,p} = g sum s x_i y_k
+ * with g = Phi(x_0) Phi(y_0). gate_product writes g (B, N_in) in the operand type once a call,
+ * the TMA kernel brings its tile beside x and y, and scale_frags multiplies x's fragments by
+ * it (y stays raw): no erf and half the multiplies in the kernel, and no 2 x (column blocks)
+ * recomputation of the gates. */
+template <class E>
+__global__ void __launch_bounds__(256) gate_product(const E *__restrict__ x0, const E *__restrict__ y0,
+                                                    E *__restrict__ g, int64_t n)
 {
     const auto phi = [](float u) { return 0.5f * (1.f + erff(u * 0.70710678118654752f)); };
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        g[i] = store<E>(phi(load<E>(x0[i])) * phi(load<E>(y0[i])));
+}
+
+/* x's fragments times this thread's g fragments (g[h]: the same positions as v[c][h]); bf16 as
+ * one packed fma with -0 a pair of values (a single rounding of x g). */
+template <int MODE, int D> __device__ __forceinline__ void scale_frags(uint2 (&v)[D][2], const uint2 (&g)[2])
+{
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        if constexpr (MODE == kTF32) {
-            const float g0 = phi(__uint_as_float(v[0][h].x)), g1 = phi(__uint_as_float(v[0][h].y));
+    for (int c = 0; c < D; ++c)
 #pragma unroll
-            for (int c = 0; c < D; ++c) /* the gates were taken from the raw component 0 above */
-                v[c][h] = make_uint2(__float_as_uint(__uint_as_float(v[c][h].x) * g0),
-                                     __float_as_uint(__uint_as_float(v[c][h].y) * g1));
-        } else {
-            const __nv_bfloat162 *z = (const __nv_bfloat162 *)&v[0][h];
-            const float2 a = __bfloat1622float2(z[0]), b = __bfloat1622float2(z[1]);
-            const float gs[4] = {phi(a.x), phi(a.y), phi(b.x), phi(b.y)};
-#pragma unroll
-            for (int c = 0; c < D; ++c) {
-                __nv_bfloat162 *e = (__nv_bfloat162 *)&v[c][h];
-                const float2 p = __bfloat1622float2(e[0]), q = __bfloat1622float2(e[1]);
-                e[0] = __floats2bfloat162_rn(p.x * gs[0], p.y * gs[1]);
-                e[1] = __floats2bfloat162_rn(q.x * gs[2], q.y * gs[3]);
+        for (int h = 0; h < 2; ++h) {
+            if constexpr (MODE == kTF32) {
+                v[c][h].x = __float_as_uint(__uint_as_float(v[c][h].x) * __uint_as_float(g[h].x));
+                v[c][h].y = __float_as_uint(__uint_as_float(v[c][h].y) * __uint_as_float(g[h].y));
+            } else {
+                v[c][h].x = hfma2<MODE>(v[c][h].x, g[h].x, 0x80008000u);
+                v[c][h].y = hfma2<MODE>(v[c][h].y, g[h].y, 0x80008000u);
             }
         }
-    }
 }
 
 template <int JW, int N> __device__ __forceinline__ void zero(float (&acc)[JW][N])
@@ -320,13 +326,26 @@ __global__ void norm_finalize(float *out, float *norms, const float *partial, in
  * half of the paths' W^T and the other the second half; every CTA
  * expects the whole stage on its own "full" mbarrier. Thread 0 produces: at step s it refills
  * the buffer step s - 1 used with step s - 1 + STAGES, once every consumer warpgroup of the
- * cluster has arrived on its "empty" mbarrier for that buffer. GATE: MVGELU applied to the
- * fragments as they are loaded (each warpgroup gates the positions it reads). NORM: out holds
- * o and `partial` (No / NT, B, G) the grade partials; norm_finalize completes the norm. */
+ * cluster has arrived on its "empty" mbarrier for that buffer. GATE: MVGELU, x's fragments
+ * scaled by the tile of gmap (the gate product g, (B, N_in); multicast with x in a cluster)
+ * as they are loaded; gmap is not read otherwise. NORM: out holds o and `partial`
+ * (No / NT, B, G) the grade partials; norm_finalize completes the norm. */
 /* How a consumer warpgroup of a multi-CTA cluster releases a stage to the CTAs whose copies
  * land in it: 0, the CTA-scope remote arrive of CUTLASS's cluster pipelines (default);
  * 1 (-DFC_FCGP_CLUSTER_RELEASE_FENCE=1), the cluster-scope release, a fence each (as the lab
  * measured it in session 9 up to 39be350) */
+/* A TMA stage: x, y, every path's W^T tile, and (GATE) the gate product's tile (64 rows x 32
+ * bytes, after W^T so every tile keeps the alignment its layout needs); the kernel's dynamic
+ * shared memory: the stages, 1024 bytes to align them, and the full / empty mbarriers. */
+template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_stage_bytes()
+{
+    return Cfg<ID, MODE, 0>::STAGE + (GATE ? Cfg<ID, MODE, 0>::BM * 32 : 0);
+}
+template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_smem_bytes()
+{
+    return Cfg<ID, MODE, 0>::STAGES * tma_stage_bytes<ID, MODE, GATE>() + 1024 + 2 * Cfg<ID, MODE, 0>::STAGES * 8;
+}
+
 #ifndef FC_FCGP_CLUSTER_RELEASE_FENCE
 #define FC_FCGP_CLUSTER_RELEASE_FENCE 0
 #endif
@@ -335,10 +354,13 @@ constexpr bool RELEASE_CLUSTER = FC_FCGP_CLUSTER_RELEASE_FENCE;
 template <int ID, int MODE, int CN, int CM, bool GATE, bool NORM, bool MC = true>
 __global__ void __launch_bounds__(256, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
-                   const __grid_constant__ CUtensorMap wmap, float *out, float *partial, int B, int Ni, int No)
+                   const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap gmap, float *out,
+                   float *partial, int B, int Ni, int No)
 {
     using C = Cfg<ID, MODE, 0>;
     constexpr int D = C::D, P = C::P, S = C::STAGES, CS = CN * CM;
+    constexpr int STG = tma_stage_bytes<ID, MODE, GATE>(), GOFF = 2 * C::XB + C::WB; /* g's tile */
+    static_assert(tma_smem_bytes<ID, MODE, GATE>() <= 227 * 1024, "the stages fit");
     /* W^T: one 32-byte row (a step's K) per (path, column), paths in two boxes of P / 2 */
     constexpr int PH = P / 2, WHALF = PH * C::NT * 32;
     static_assert(P % 2 == 0 && (C::NT * 32) % 256 == 0, "W^T halves and swizzle tiles aligned");
@@ -346,7 +368,7 @@ __global__ void __launch_bounds__(256, 1)
     static_assert(CN <= 2 && CM <= 2, "one CTA a tile half");
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    uint64_t *full = (uint64_t *)(smem + S * C::STAGE), *empty = full + S;
+    uint64_t *full = (uint64_t *)(smem + S * STG), *empty = full + S;
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
     /* K tails: the copy engine fills columns past N_in with zeros, and W^T's K is padded to a
      * whole step with zeros (see Run), so a partial last step adds nothing spurious */
@@ -372,15 +394,21 @@ __global__ void __launch_bounds__(256, 1)
         __syncthreads();
 
     auto issue = [&](int s) { /* thread 0: this CTA's share of step s into buffer s % S */
-        unsigned char *buf = smem + (s % S) * C::STAGE;
+        unsigned char *buf = smem + (s % S) * STG;
         uint64_t *bar = &full[s % S];
-        tma::mbar_arrive_expect_tx(bar, C::STAGE);
+        tma::mbar_arrive_expect_tx(bar, STG);
         const int k0 = s * C::KS;
         if constexpr (CN == 1 || !MC) {
             tma::load_3d(buf, &xmap, k0, m0, 0, bar);
             tma::load_3d(buf + C::XB, &ymap, k0, m0, 0, bar);
         } else {
             tma::load_3d_multicast(buf + cx * C::XB, cx ? &ymap : &xmap, k0, m0, 0, bar, row_mask);
+        }
+        if constexpr (GATE) { /* g is per row, like x: multicast with it */
+            if constexpr (CN == 1 || !MC)
+                tma::load_3d(buf + GOFF, &gmap, k0, m0, 0, bar);
+            else if (cx == 0)
+                tma::load_3d_multicast(buf + GOFF, &gmap, k0, m0, 0, bar, row_mask);
         }
         if constexpr (CM == 1 || !MC) {
             tma::load_3d(buf + 2 * C::XB, &wmap, k0, n0, 0, bar);
@@ -411,12 +439,15 @@ __global__ void __launch_bounds__(256, 1)
         if (tid == 0)
             pump(s);
         tma::mbar_wait(&full[s % S], (s / S) & 1);
-        const unsigned char *buf = smem + (s % S) * C::STAGE;
+        const unsigned char *buf = smem + (s % S) * STG;
         Frags<D> f;
         load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
         if constexpr (GATE) {
-            gate_frags<MODE, D>(f.x);
-            gate_frags<MODE, D>(f.y);
+            uint2 gf[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                gf[h] = *(const uint2 *)(buf + GOFF + (16 * warp + g + 8 * h) * 32 + t * 8);
+            scale_frags<MODE, D>(f.x, gf);
         }
         const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
         if (wgi == 0)
