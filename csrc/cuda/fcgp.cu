@@ -1018,11 +1018,8 @@ template <int ID, class E, int MODE, class Tio> struct Op {
             const int64_t parts = std::max(cdiv(No, F::BN), hopper ? sm90::colblocks(a) : 0);
             L.part = bp.take((size_t)(parts * B * G) * sizeof(C));
         }
-        if (hopper) { /* the backward's recomputed forward reads the gated inputs: no gate product */
-            fc_args plain = *a;
-            plain.gate = backward ? 0 : a->gate;
-            L.wt = bp.take(sm90::workspace_bytes(&plain, MODE, sizeof(E)));
-        }
+        if (hopper)
+            L.wt = bp.take(sm90::workspace_bytes(a, MODE, sizeof(E)));
         if (backward) {
             if ((a->normalize && !std::is_same<E, C>::value) || (!a->normalize && CONV))
                 L.go = bp.take((size_t)(D * B * No) * sizeof(E));
@@ -1179,11 +1176,12 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         if (a->normalize) {
             C *o = (C *)(ws + L.o), *part = a->norms ? nullptr : (C *)(ws + L.part);
             E *gob = (E *)(ws + L.go);
-            /* o recomputed from the inputs the prepass gated, so by the GEMM without its gate */
-            fc_args plain = *a;
-            plain.gate = 0;
+            /* o recomputed exactly as the forward computed it (raw inputs, the same kernel and
+             * gate arithmetic), so that it matches the norms the forward saved: with few output
+             * features the norm's gradient amplifies any difference (a recompute from the
+             * prepass's separately rounded xg, yg failed bf16 at N_out = 1) */
             int64_t parts = 0;
-            if ((s = o_gemm(xg, yg, w, o, part, ws, L, &plain, st, &parts)) != FC_OK)
+            if ((s = o_gemm(x, y, w, o, part, ws, L, a, st, &parts)) != FC_OK)
                 return s;
             norm_bwd<ID, C, E, Tio><<<(unsigned)B, 128, 0, st>>>(o, (const Tio *)a->grad_out, (const C *)a->norms,
                                                                   part, (int)parts, gob, B, No);
