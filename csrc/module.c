@@ -146,17 +146,27 @@ static PyObject *build_info(PyObject *module, PyObject *Py_UNUSED(ignored))
     return dict_of((int)(sizeof vals / sizeof vals[0]), keys, vals);
 }
 
-/* _fcgp_sm90(on=None): the switch of the Hopper FCGP forward (None: leave it), its state after. */
-static PyObject *fcgp_sm90(PyObject *module, PyObject *args)
+/* _fcgp_sm90(on=None) / _fcgp_sm90_bwd(on=None): a switch of the Hopper FCGP kernels (None:
+ * leave it), its state after. */
+static PyObject *switch_call(PyObject *args, const char *format, int (*sw)(int))
 {
-    (void)module;
     PyObject *on = Py_None;
-    if (!PyArg_ParseTuple(args, "|O:_fcgp_sm90", &on))
+    if (!PyArg_ParseTuple(args, format, &on))
         return NULL;
     int set = -1;
     if (on != Py_None && (set = PyObject_IsTrue(on)) < 0)
         return NULL;
-    return PyBool_FromLong(fc_fcgp_sm90_switch(set));
+    return PyBool_FromLong(sw(set));
+}
+static PyObject *fcgp_sm90(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return switch_call(args, "|O:_fcgp_sm90", fc_fcgp_sm90_switch);
+}
+static PyObject *fcgp_sm90_bwd(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return switch_call(args, "|O:_fcgp_sm90_bwd", fc_fcgp_sm90_bwd_switch);
 }
 
 static PyMethodDef module_methods[] = {
@@ -187,6 +197,12 @@ static PyMethodDef module_methods[] = {
      "The switch of the Hopper (sm_90a) FCGP forward, on unless FLASHCLIFFORD_FCGP_SM90=0 at start-up: "
      "None leaves it, True/False sets it; returns its state. Process-wide; a workspace sized with it off "
      "may be too small with it on (the op then raises)."},
+    {"_fcgp_sm90_bwd", fcgp_sm90_bwd, METH_VARARGS,
+     "_fcgp_sm90_bwd(on=None)\n--\n\n"
+     "The switch of the Hopper (sm_90a) FCGP backward kernels (input and weight gradients), off unless "
+     "FLASHCLIFFORD_FCGP_SM90_BWD=1 at "
+     "start-up: None leaves it, True/False sets it; returns its state. Process-wide; size workspaces with it "
+     "as the call will have it."},
     {"_sgp_config", (PyCFunction)(void (*)(void))fc_bind_sgp_config, METH_VARARGS | METH_KEYWORDS,
      "_sgp_config(backward, algebra, dtype, B, N, device=0)\n--\n\n"
      "Diagnostics: the CUDA SGP's launch shape for aligned inputs, (threads a row, rows a block, stages, "

@@ -12,7 +12,9 @@
                                              float32/bfloat16, FCGP every mode but float64.
                                              On a compute-capability 9.0 GPU with the sm_90a build,
                                              also the FCGP cases of the Hopper forward's algebras
-                                             and modes with it switched on and off.
+                                             and modes with it switched on and off, and with the
+                                             Hopper backward kernels on.
+    python tests/gpu_sanitize.py --hopper    only those Hopper cases (a new kernel's first check)
     python tests/gpu_sanitize.py --canary NAME      an out-of-bounds write in a kernel called NAME
     python tests/gpu_sanitize.py --race-canary NAME an unsynchronized shared-memory race in NAME
                                              (CuPy): the sanitizer must report them, under the same
@@ -132,7 +134,7 @@ def run_fcgp(algebras, modes, quick):
     return n
 
 
-def run(quick):
+def run(quick, hopper_only=False):
     torch.manual_seed(0)
     if quick:
         algebras = [fc.Algebra(3), fc.Algebra((1, -1, -1, -1))]
@@ -142,21 +144,24 @@ def run(quick):
         algebras = [fc.Algebra(m) for m in fc.algebra.KERNEL_METRICS]
         sgp_dtypes = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
         modes = list(FCGP_MODES)
-    n_sgp = run_sgp(algebras, sgp_dtypes)
-    n_fcgp = run_fcgp(algebras, modes, quick)
+    n_sgp = 0 if hopper_only else run_sgp(algebras, sgp_dtypes)
+    n_fcgp = 0 if hopper_only else run_fcgp(algebras, modes, quick)
     n_switch = 0
     if fc._C.build_info()["fcgp_sm90a"] and torch.cuda.get_device_capability() == (9, 0):
         # the Hopper forward's algebras and modes with its switch on and off (the default list
         # takes whichever path the switch says): both shapes (N_in 45 keeps the mma.sync
         # forward, N_in 64 takes the copy engine), normalize on and off, with and without the gate
-        before = fc._C._fcgp_sm90()
-        for on in (True, False):
+        # (and the Hopper backward kernels, their own switch, with the forward on)
+        before, before_gw = fc._C._fcgp_sm90(), fc._C._fcgp_sm90_bwd()
+        for on, gw in ((True, False), (False, False), (True, True)):
             fc._C._fcgp_sm90(on)
+            fc._C._fcgp_sm90_bwd(gw)
             n_switch += run_fcgp([fc.Algebra(2), fc.Algebra(3)], ["tf32", "fp32-bf16", "bfloat16"], False)
         fc._C._fcgp_sm90(before)
+        fc._C._fcgp_sm90_bwd(before_gw)
     torch.cuda.synchronize()
     print(f"gpu_sanitize: {n_sgp} SGP and {n_fcgp} FCGP cases ran, and {n_switch} FCGP cases with the Hopper "
-          "forward switched on and off")
+          "forward switched on and off and its backward kernels on")
 
 
 if __name__ == "__main__":
@@ -165,4 +170,4 @@ if __name__ == "__main__":
     elif "--race-canary" in sys.argv:
         race_canary(sys.argv[sys.argv.index("--race-canary") + 1])
     else:
-        run("--quick" in sys.argv)
+        run("--quick" in sys.argv, "--hopper" in sys.argv)

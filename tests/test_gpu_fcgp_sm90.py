@@ -6,7 +6,9 @@ backward recomputes: Cl(2,0) and Cl(3,0), tf32, fp32 with bf16 products, bfloat1
 and off, the gate on and off. Checked against the float64 einsum with the mode's bound
 (gpu_util FCGP_MODES, SPEC tolerances), the gradients too, run-to-run bits, and that the path
 really ran (its workspace holds W^T). The matrix also runs with the switch off, so that the
-mma.sync forward these calls take on other GPUs stays covered on an H100.
+mma.sync forward these calls take on other GPUs stays covered on an H100. The Hopper backward
+kernels (input and weight gradients; their own switch, _C._fcgp_sm90_bwd) are checked the same
+way, every gradient against the float64 einsum, and bitwise from run to run.
 
 Shapes: x, y (D, *batch, N_in); weight (P, N_in, N_out). N_in is a multiple of 8 (the copy
 engine reads rows of a multiple of 16 bytes; other N_in keep the mma.sync forward, checked
@@ -120,3 +122,67 @@ def test_deterministic_run_to_run(sm90_on, alg, mode):
 def test_unaligned_rows_fall_back(sm90_on, mode):
     # N_in = 36: tf32 rows of 144 bytes (copy engine), bf16 rows of 72 (mma.sync); both correct
     check_fcgp(fc.Algebra(3), (65,), 36, 40, mode, True, seed=11)
+
+
+# The Hopper backward kernels (fcgp_wgmma_gz.cuh, fcgp_wgmma_gw.cuh), switched on with
+# _C._fcgp_sm90_bwd: N_in and N_out not multiples of their tiles (gz: 16 columns of N_in at D = 8,
+# 32 at D = 4; gW: 24 / 48 of N_out), a batch that ends inside a step and one that the weight
+# gradient splits over several blocks, and rows of N_in or N_out of any length (gW's transposed
+# copies need no alignment; gz keeps the mma.sync kernel when go's rows are not 16 bytes)
+BWD_SHAPES = [
+    pytest.param((200,), 64, 104, id="B200-64-104"),
+    pytest.param((3, 23), 120, 72, id="B3x23-120-72"),  # batch 69: a step's tail
+    pytest.param((1,), 8, 8, id="B1-8-8"),
+    pytest.param((1000,), 72, 56, id="B1000-72-56"),  # several weight-gradient splits
+    pytest.param((37,), 45, 32, id="B37-45-32"),  # N_in 45: the mma.sync forward, the Hopper backward
+    pytest.param((66,), 40, 45, id="B66-40-45"),  # N_out 45: gz keeps mma.sync, gW does not
+    pytest.param((1,), 8, 1, id="B1-8-1"),  # one normalized feature
+]
+
+
+@pytest.fixture
+def bwd_on(sm90_on):
+    before = fc._C._fcgp_sm90_bwd()
+    fc._C._fcgp_sm90_bwd(True)
+    try:
+        yield
+    finally:
+        fc._C._fcgp_sm90_bwd(before)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out", BWD_SHAPES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward(bwd_on, alg, batch, n_in, n_out, mode, normalize):
+    seed = seed_for(f"sm90-bwd/{alg.name}/{batch}/{n_in}/{mode}") % 997
+    check_fcgp(alg, batch, n_in, n_out, mode, normalize, seed=seed)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_planned_and_deterministic(bwd_on, alg, mode):
+    dtype, precision = FCGP_MODES[mode][:2]
+    size = 2 if dtype == torch.bfloat16 or mode == "fp32-bf16" else 4
+    B, n_in, n_out = 3000, 64, 80
+
+    def ws():
+        return fc._C.workspace_size("fcgp", True, alg.id, DTYPE_NAMES[dtype], B, n_in, n_out,
+                                    PRECISION_CODES[precision], True, torch.cuda.current_device())
+
+    # its workspace holds xg^T, yg^T and go^T (the batch padded to whole steps) and W with N_out
+    # permuted (P, N_in, N_out)
+    on = ws()
+    fc._C._fcgp_sm90_bwd(False)
+    off = ws()
+    fc._C._fcgp_sm90_bwd(True)
+    assert on != off and on >= alg.D * (2 * n_in + n_out) * B * size + alg.P * n_in * n_out * size
+    # several batch splits summed in order, no atomics: bitwise the same from run to run
+    x, y, w, gout = make_fcgp(alg, (B,), n_in, n_out, dtype, 7)
+    grads = []
+    for _ in range(2):
+        leaves = [t.clone().requires_grad_(True) for t in (x, y, w)]
+        fc.gelu_fcgp_norm(*leaves, alg, True, precision=precision).backward(gout)
+        grads.append([t.grad for t in leaves])
+    for a, b in zip(*grads, strict=True):
+        assert torch.equal(a, b)

@@ -126,6 +126,29 @@ template <class T> __device__ __forceinline__ typename Compute<T>::type gate_gra
         return gelu_gate_grad(t);
 }
 
+/* The MVGELU backward at one position (the FCGP gz kernels): t = dL/dxg (D values), x and g = dL/dx at component
+ * stride cs. g_a = t_a Phi(x_0), plus phi(x_0) sum_b t_b x_b at a = 0; without the gate
+ * (the plain product) g = t, and x is not read. */
+template <int D, class E, class C, class Tout>
+__device__ __forceinline__ void gate_backward(int gate, const C (&t)[D], const E *__restrict__ x,
+                                              Tout *__restrict__ g, int64_t cs)
+{
+    if (!gate) {
+#pragma unroll
+        for (int a = 0; a < D; ++a)
+            g[a * cs] = store<Tout>(t[a]);
+        return;
+    }
+    const C x0 = load<E>(x[0]), ph = gelu_gate(x0), dph = gelu_gate_grad(x0);
+    C s0 = 0;
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        s0 += t[a] * load<E>(x[a * cs]);
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        g[a * cs] = store<Tout>(t[a] * ph + (a == 0 ? s0 * dph : C(0)));
+}
+
 /* The 32-bit shared-window address of a pointer into shared memory (cp.async, ldmatrix,
  * mbarrier and tensor-copy operands). */
 __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }

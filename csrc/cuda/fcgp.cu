@@ -497,29 +497,6 @@ __global__ void gelu_prepass(const E *__restrict__ x, const E *__restrict__ y, E
     }
 }
 
-/* The MVGELU backward at one position: t = dL/dxg (D values), x and g = dL/dx at component
- * stride cs. g_a = t_a Phi(x_0), plus phi(x_0) sum_b t_b x_b at a = 0; without the gate
- * (the plain product) g = t, and x is not read. */
-template <int D, class E, class C, class Tout>
-__device__ __forceinline__ void gate_backward(int gate, const C (&t)[D], const E *__restrict__ x,
-                                              Tout *__restrict__ g, int64_t cs)
-{
-    if (!gate) {
-#pragma unroll
-        for (int a = 0; a < D; ++a)
-            g[a * cs] = store<Tout>(t[a]);
-        return;
-    }
-    const C x0 = load<E>(x[0]), ph = gelu_gate(x0), dph = gelu_gate_grad(x0);
-    C s0 = 0;
-#pragma unroll
-    for (int a = 0; a < D; ++a)
-        s0 += t[a] * load<E>(x[a * cs]);
-#pragma unroll
-    for (int a = 0; a < D; ++a)
-        g[a * cs] = store<Tout>(t[a] * ph + (a == 0 ? s0 * dph : C(0)));
-}
-
 template <class S, class T> __global__ void convert_kernel(const S *__restrict__ s, T *__restrict__ d, int64_t n)
 {
     for (int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; u < n; u += (int64_t)gridDim.x * blockDim.x)
@@ -967,7 +944,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
     using Wg = GwCfg<ID, E, MODE>;
 
     struct Layout {
-        size_t xc, yc, wc, o, part, go, xg, yg, gwp, wt, total;
+        size_t xc, yc, wc, o, part, go, xg, yg, gwp, wt, gw90, gz90, total;
         int S;
         int64_t rows_per_split;
     };
@@ -979,6 +956,21 @@ template <int ID, class E, int MODE, class Tio> struct Op {
     {
         if constexpr (SM90_TYPES)
             return (a->normalize || std::is_same<Tio, float>::value) && sm90::planned(a, MODE, sizeof(E));
+        else
+            return false;
+    }
+    /* ... and the Hopper backward kernels (fcgp_wgmma_gw.cuh, fcgp_wgmma_gz.cuh), the same types */
+    static bool sm90_gw_planned(const fc_args *a)
+    {
+        if constexpr (SM90_TYPES)
+            return sm90::gw_planned(a, MODE, sizeof(E));
+        else
+            return false;
+    }
+    static bool sm90_gz_planned(const fc_args *a)
+    {
+        if constexpr (SM90_TYPES)
+            return sm90::gz_planned(a, MODE, sizeof(E));
         else
             return false;
     }
@@ -1029,9 +1021,15 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 L.xg = bp.take((size_t)(D * B * Ni) * sizeof(E));
                 L.yg = bp.take((size_t)(D * B * Ni) * sizeof(E));
             }
-            L.S = gw_splits(a, &L.rows_per_split);
-            if (L.S > 1)
-                L.gwp = bp.take((size_t)L.S * (size_t)(P * Ni * No) * sizeof(C));
+            if (sm90_gz_planned(a))
+                L.gz90 = bp.take(sm90::gz_workspace_bytes(a, MODE, sizeof(E)));
+            if (sm90_gw_planned(a)) {
+                L.gw90 = bp.take(sm90::gw_workspace_bytes(a, MODE, sizeof(E)));
+            } else {
+                L.S = gw_splits(a, &L.rows_per_split);
+                if (L.S > 1)
+                    L.gwp = bp.take((size_t)L.S * (size_t)(P * Ni * No) * sizeof(C));
+            }
         }
         L.total = bp.off;
         return L;
@@ -1197,7 +1195,11 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         }
         const int vgo = aligned16(go) && (No * (int64_t)sizeof(E)) % 16 == 0;
 
-        if (need_x || need_y) {
+        if ((need_x || need_y) && sm90_gz_planned(a) && aligned16(go)) {
+            if constexpr (SM90_TYPES)
+                if ((s = sm90::input_grad(a, MODE, go, w, xg, yg, x, y, a->grad_x, a->grad_y, ws + L.gz90, st)) != FC_OK)
+                    return s;
+        } else if (need_x || need_y) {
             auto kern = gz_kernel<ID, E, MODE, Tio>;
             if ((s = set_smem(kern, Z::SMEM)) != FC_OK)
                 return s;
@@ -1207,7 +1209,17 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                                                   vgo, vw, a->gate, Plans<ID>::pair);
             FC_LAUNCH_CHECK(st);
         }
-        if (need_w) {
+        if (need_w && sm90_gw_planned(a)) {
+            if constexpr (SM90_TYPES) { /* fp32 partials, summed in split order into grad_weight */
+                float *part = nullptr;
+                int splits = 0;
+                if ((s = sm90::weight_grad(a, MODE, x, y, go, ws + L.gw90, &part, &splits, st)) != FC_OK)
+                    return s;
+                const int64_t n = P * Ni * No;
+                gw_reduce<C, Tio><<<grid_for(n, 256), 256, 0, st>>>(part, (Tio *)a->grad_weight, splits, n);
+                FC_LAUNCH_CHECK(st);
+            }
+        } else if (need_w) {
             auto kern = gw_kernel<ID, E, MODE, Tio>;
             if ((s = set_smem(kern, Wg::SMEM)) != FC_OK)
                 return s;

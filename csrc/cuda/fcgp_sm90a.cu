@@ -23,7 +23,8 @@
 #if FC_SM90A
 #include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled: the driver entry point, no -lcuda */
 
-#include "fcgp_wgmma.cuh"
+#include "fcgp_wgmma_gw.cuh" /* and fcgp_wgmma.cuh */
+#include "fcgp_wgmma_gz.cuh"
 #endif
 
 namespace fc {
@@ -33,42 +34,37 @@ namespace sm90 {
 namespace {
 
 std::atomic<int> g_enabled{-1}; /* -1: FLASHCLIFFORD_FCGP_SM90 not read yet; on unless it is "0" */
+std::atomic<int> g_bwd{-1};     /* the backward kernels: FLASHCLIFFORD_FCGP_SM90_BWD, off unless "1" */
 
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 __host__ __device__ constexpr int kSteps(int mode) { return mode == kTF32 ? 8 : 16; } /* 32 bytes of K */
 constexpr int kRows = 64;                                            /* rows a tile */
 inline int64_t tile_cols(const fc_args *a) { return 512 / a->alg->D; }
+inline int64_t gw_cols(const fc_args *a) { return a->alg->D == 4 ? 48 : 24; } /* GwCfg::NT */
+inline size_t up256(size_t n) { return (n + 255) & ~(size_t)255; }
 
-} // namespace
-
-bool compiled() { return FC_SM90A != 0; }
-
-bool enabled()
+/* An environment switch read once: "1" or "0" sets it, anything else leaves the default. */
+bool switch_state(std::atomic<int> &v, const char *env, int dflt)
 {
-    int v = g_enabled.load(std::memory_order_relaxed);
-    if (v < 0) {
-        const char *e = getenv("FLASHCLIFFORD_FCGP_SM90");
+    int s = v.load(std::memory_order_relaxed);
+    if (s < 0) {
+        const char *e = getenv(env);
         int expected = -1;
-        g_enabled.compare_exchange_strong(expected, e && strcmp(e, "0") == 0 ? 0 : 1);
-        v = g_enabled.load();
+        v.compare_exchange_strong(expected, e && strcmp(e, "1") == 0 ? 1 : e && strcmp(e, "0") == 0 ? 0 : dflt);
+        s = v.load();
     }
-    return v == 1;
+    return s == 1;
 }
 
-void set_enabled(bool on) { g_enabled.store(on ? 1 : 0); }
-
-bool planned(const fc_args *a, int mode, int operand_bytes)
+/* What the Hopper kernels need of every call: the sm_90a code, a device of compute capability
+ * 9.0 exactly (where that code runs), the D <= 8 algebras, tf32 or bf16 operands, sizes in int. */
+bool eligible(const fc_args *a, int mode, int operand_bytes)
 {
-    if (!compiled() || !enabled() || a->alg->D > 8)
+    if (!compiled() || a->alg->D > 8)
         return false;
     if (!((mode == kTF32 && operand_bytes == 4) || (mode == kBF16 && operand_bytes == 2)))
         return false;
-    const int64_t B = a->B, Ni = a->N_in, No = a->N_out;
-    if (B <= 0 || Ni <= 0 || No <= 0 || (Ni * operand_bytes) % 16 != 0)
-        return false;
-    /* the kernel's int sizes, its grid (column blocks in x, row blocks in y) and the
-     * transpose's grid (32 x 32 tiles, N_out in y) */
-    if (B > INT_MAX || Ni > INT_MAX || No > INT_MAX || cdiv(B, kRows) > 65535 || cdiv(No, 32) > 65535)
+    if (a->B <= 0 || a->N_in <= 0 || a->N_out <= 0 || a->B > INT_MAX || a->N_in > INT_MAX || a->N_out > INT_MAX)
         return false;
     int major = 0, minor = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a->device) != cudaSuccess ||
@@ -76,7 +72,69 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
         cudaGetLastError();
         return false;
     }
-    return major == 9 && minor == 0; /* sm_90a code runs on 9.0 exactly */
+    return major == 9 && minor == 0;
+}
+
+} // namespace
+
+bool compiled() { return FC_SM90A != 0; }
+
+bool enabled() { return switch_state(g_enabled, "FLASHCLIFFORD_FCGP_SM90", 1); }
+void set_enabled(bool on) { g_enabled.store(on ? 1 : 0); }
+bool bwd_enabled() { return switch_state(g_bwd, "FLASHCLIFFORD_FCGP_SM90_BWD", 0); }
+void set_bwd_enabled(bool on) { g_bwd.store(on ? 1 : 0); }
+
+bool planned(const fc_args *a, int mode, int operand_bytes)
+{
+    /* rows of x a multiple of 16 bytes (the copy engine's stride rule); the kernel's grid
+     * (column blocks in x, row blocks in y) and the transpose's (32 x 32 tiles, N_out in y) */
+    return enabled() && (a->N_in * operand_bytes) % 16 == 0 && cdiv(a->B, kRows) <= 65535 &&
+           cdiv(a->N_out, 32) <= 65535 && eligible(a, mode, operand_bytes);
+}
+
+bool gw_planned(const fc_args *a, int mode, int operand_bytes)
+{
+    /* grids: gelu_transpose (N_in / 32, B / 32, 2), prep_wt of go (B / 32, N_out / 32, D), the
+     * kernel (N_out / NT, N_in / 64, splits <= 8) */
+    return bwd_enabled() && cdiv(a->B, 32) <= 65535 && cdiv(a->N_out, 32) <= 65535 && cdiv(a->N_in, kRows) <= 65535 &&
+           eligible(a, mode, operand_bytes);
+}
+
+bool gz_planned(const fc_args *a, int mode, int operand_bytes)
+{
+    /* go's rows a multiple of 16 bytes (the copy engine); grids: prep_wz (grid-stride), the
+     * kernel (N_in / BN, B / 64) */
+    return bwd_enabled() && (a->N_out * operand_bytes) % 16 == 0 && cdiv(a->B, kRows) <= 65535 &&
+           eligible(a, mode, operand_bytes);
+}
+
+size_t gz_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
+{
+    const size_t Nop = (size_t)(cdiv(a->N_out, kSteps(mode)) * kSteps(mode));
+    return up256((size_t)a->alg->P * (size_t)a->N_in * Nop * operand_bytes);
+}
+
+int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split)
+{
+    /* about four blocks a multiprocessor (one is resident at a time), at most 8 partials */
+    int sms = 132;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a->device) != cudaSuccess) {
+        cudaGetLastError();
+        sms = 132;
+    }
+    const int64_t ks = kSteps(mode), kb = cdiv(a->B, ks), tiles = cdiv(a->N_out, gw_cols(a)) * cdiv(a->N_in, kRows);
+    const int64_t S = std::max<int64_t>(1, std::min<int64_t>({8, kb, cdiv(4 * (int64_t)sms, tiles)}));
+    *rows_per_split = cdiv(kb, S) * ks;
+    return (int)cdiv(a->B, *rows_per_split);
+}
+
+size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
+{
+    int64_t rps;
+    const int S = gw_splits(a, mode, &rps);
+    const size_t D = (size_t)a->alg->D, Bp = (size_t)(cdiv(a->B, kSteps(mode)) * kSteps(mode));
+    return 2 * up256(D * (size_t)a->N_in * Bp * operand_bytes) + up256(D * (size_t)a->N_out * Bp * operand_bytes) +
+           (size_t)S * (size_t)a->alg->P * (size_t)a->N_in * (size_t)a->N_out * sizeof(float);
 }
 
 namespace {
@@ -130,6 +188,27 @@ __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w,
         const int64_t n = n0 + r, k = k0 + tx;
         if (n < No && k < Nip)
             wt[(p * No + n) * Nip + k] = tile[tx][r];
+    }
+}
+
+/* W (P, N_in, N_out) -> the input gradient's B operand (P, N_in, Nop): each row's N_out
+ * permuted inside each step as gz_step reads go (phys_col), padded with zeros to whole steps,
+ * tf32-rounded for the tf32 products. */
+template <int MODE>
+__global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wz,
+                                                int64_t rows, int64_t No, int64_t Nop)
+{
+    using E = Elem<MODE>;
+    constexpr int KS = kSteps(MODE);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * Nop; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / Nop, k = i - r * Nop, src = k - k % KS + phys_col(MODE, (int)(k % KS));
+        E v = E(0.f);
+        if (src < No) {
+            v = w[r * No + src];
+            if constexpr (MODE == kTF32)
+                v = __uint_as_float(to_tf32(v));
+        }
+        wz[i] = v;
     }
 }
 
@@ -250,10 +329,156 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
     return FC_ERR_VALUE;
 }
 
+namespace {
+
+template <int ID, int MODE>
+fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, void *ws, float **partial, int *splits,
+             cudaStream_t st)
+{
+    using C = GwCfg<ID, MODE>;
+    using E = Elem<MODE>;
+    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Bp = cdiv(B, C::KS) * C::KS;
+    int64_t rps;
+    const int S = gw_splits(a, MODE, &rps);
+    char *p = (char *)ws;
+    E *xgt = (E *)p, *ygt = (E *)(p += up256((size_t)C::D * Ni * Bp * sizeof(E)));
+    E *got = (E *)(p += up256((size_t)C::D * Ni * Bp * sizeof(E)));
+    float *part = (float *)(p + up256((size_t)C::D * No * Bp * sizeof(E)));
+    /* xg^T, yg^T (D, N_in, Bp); go^T (D, N_out, Bp) with the batch permuted inside each step as
+     * load_frags reads xg^T, tf32-rounded: prep_wt's transpose of W, on go (components for paths) */
+    gelu_transpose<E><<<dim3((unsigned)cdiv(Ni, 32), (unsigned)cdiv(Bp, 32), 2), 256, 0, st>>>(
+        (const E *)x, (const E *)y, xgt, ygt, C::D, B, Ni, Bp, a->gate);
+    FC_LAUNCH_CHECK(st);
+    prep_wt<MODE><<<dim3((unsigned)cdiv(Bp, 32), (unsigned)cdiv(No, 32), (unsigned)C::D), 256, 0, st>>>(
+        (const E *)go, got, B, No, Bp);
+    FC_LAUNCH_CHECK(st);
+
+    constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    CUtensorMap xm, ym, gm;
+    fc_status s;
+    if ((s = make_map(&xm, xgt, ty, sizeof(E), Bp, Ni, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
+        (s = make_map(&ym, ygt, ty, sizeof(E), Bp, Ni, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
+        (s = make_map(&gm, got, ty, sizeof(E), Bp, No, C::D, C::KS, C::NT, C::D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
+        return s;
+    auto kern = gw_tma_kernel<ID, MODE>;
+    FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+    kern<<<dim3((unsigned)cdiv(No, C::NT), (unsigned)cdiv(Ni, C::BM), (unsigned)S), C::THREADS, C::SMEM, st>>>(
+        xm, ym, gm, part, (int)B, (int)Ni, (int)No, (int)rps);
+    FC_LAUNCH_CHECK(st);
+    *partial = part;
+    *splits = S;
+    return FC_OK;
+}
+
+template <int MODE>
+fc_status gw_by_algebra(const fc_args *a, const void *x, const void *y, const void *go, void *ws, float **partial,
+                        int *splits, cudaStream_t st)
+{
+    switch (a->alg->D) { /* the D <= 8 algebras: Cl(2,0) and Cl(3,0) (gw_planned() checked D) */
+    case AlgebraTraits<0>::D:
+        return gw<0, MODE>(a, x, y, go, ws, partial, splits, st);
+    case AlgebraTraits<1>::D:
+        return gw<1, MODE>(a, x, y, go, ws, partial, splits, st);
+    }
+    fc_set_error("fcgp: no Hopper weight gradient for %s", a->alg->name);
+    return FC_ERR_VALUE;
+}
+
+} // namespace
+
+namespace {
+
+template <int ID, int MODE, class Tio>
+fc_status gz(const fc_args *a, const void *go, const void *w, const void *xg, const void *yg, const void *x,
+             const void *y, void *grad_x, void *grad_y, void *ws, cudaStream_t st)
+{
+    using C = GzCfg<ID, MODE>;
+    using E = Elem<MODE>;
+    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nop = cdiv(No, C::KS) * C::KS;
+    E *wz = (E *)ws;
+    prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(C::P * Ni * Nop, 256), 4096), 256, 0, st>>>((const E *)w, wz,
+                                                                                                 C::P * Ni, No, Nop);
+    FC_LAUNCH_CHECK(st);
+    constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    CUtensorMap om, wm;
+    fc_status s;
+    if ((s = make_map(&om, go, ty, sizeof(E), No, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
+        (s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, C::P, C::KS, C::BN, C::P, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
+        return s;
+    auto kern = gz_tma_kernel<ID, MODE, Tio>;
+    FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+    kern<<<dim3((unsigned)cdiv(Ni, C::BN), (unsigned)cdiv(B, C::BM)), C::THREADS, C::SMEM, st>>>(
+        om, wm, (const E *)xg, (const E *)yg, (const E *)x, (const E *)y, (Tio *)grad_x, (Tio *)grad_y, (int)B, (int)Ni,
+        (int)No, a->gate);
+    FC_LAUNCH_CHECK(st);
+    return FC_OK;
+}
+
+template <int MODE>
+fc_status gz_by_algebra(const fc_args *a, const void *go, const void *w, const void *xg, const void *yg,
+                        const void *x, const void *y, void *gx, void *gy, void *ws, cudaStream_t st)
+{
+    /* the D <= 8 algebras (gz_planned() checked D); the data type: fp32 (tf32 products always),
+     * or bf16 for bf16 data */
+    auto run = [&](auto idc) -> fc_status {
+        constexpr int ID = decltype(idc)::value;
+        if constexpr (MODE == kBF16)
+            if (a->dtype == FC_BF16)
+                return gz<ID, MODE, __nv_bfloat16>(a, go, w, xg, yg, x, y, gx, gy, ws, st);
+        return gz<ID, MODE, float>(a, go, w, xg, yg, x, y, gx, gy, ws, st);
+    };
+    switch (a->alg->D) {
+    case AlgebraTraits<0>::D:
+        return run(std::integral_constant<int, 0>{});
+    case AlgebraTraits<1>::D:
+        return run(std::integral_constant<int, 1>{});
+    }
+    fc_set_error("fcgp: no Hopper input gradient for %s", a->alg->name);
+    return FC_ERR_VALUE;
+}
+
+} // namespace
+
+fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, const void *xg, const void *yg,
+                     const void *x, const void *y, void *grad_x, void *grad_y, void *ws, cudaStream_t stream)
+{
+    if (mode == kTF32 && a->dtype == FC_F32)
+        return gz_by_algebra<kTF32>(a, go, w, xg, yg, x, y, grad_x, grad_y, ws, stream);
+    if (mode == kBF16 && (a->dtype == FC_F32 || a->dtype == FC_BF16))
+        return gz_by_algebra<kBF16>(a, go, w, xg, yg, x, y, grad_x, grad_y, ws, stream);
+    fc_set_error("fcgp: no Hopper input gradient for operand mode %d", mode);
+    return FC_ERR_VALUE;
+}
+
+fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws,
+                      float **partial, int *splits, cudaStream_t stream)
+{
+    if (mode == kTF32)
+        return gw_by_algebra<kTF32>(a, x, y, go, ws, partial, splits, stream);
+    if (mode == kBF16)
+        return gw_by_algebra<kBF16>(a, x, y, go, ws, partial, splits, stream);
+    fc_set_error("fcgp: no Hopper weight gradient for operand mode %d", mode);
+    return FC_ERR_VALUE;
+}
+
 #else /* not built for sm_90a: planned() is false, so this is never reached */
 
 fc_status forward_gemm(const fc_args *, int, const void *, const void *, const void *, void *, float *, float *,
                        cudaStream_t)
+{
+    fc_set_error("fcgp: this build has no sm_90a code (build with 9.0 among FLASHCLIFFORD_CUDA_ARCHS)");
+    return FC_ERR_VALUE;
+}
+
+fc_status input_grad(const fc_args *, int, const void *, const void *, const void *, const void *, const void *,
+                     const void *, void *, void *, void *, cudaStream_t)
+{
+    fc_set_error("fcgp: this build has no sm_90a code (build with 9.0 among FLASHCLIFFORD_CUDA_ARCHS)");
+    return FC_ERR_VALUE;
+}
+
+fc_status weight_grad(const fc_args *, int, const void *, const void *, const void *, void *, float **, int *,
+                      cudaStream_t)
 {
     fc_set_error("fcgp: this build has no sm_90a code (build with 9.0 among FLASHCLIFFORD_CUDA_ARCHS)");
     return FC_ERR_VALUE;
@@ -274,6 +499,13 @@ int fc_fcgp_sm90_switch(int on)
     if (on >= 0)
         fc::fcgp::sm90::set_enabled(on != 0);
     return fc::fcgp::sm90::enabled();
+}
+
+int fc_fcgp_sm90_bwd_switch(int on)
+{
+    if (on >= 0)
+        fc::fcgp::sm90::set_bwd_enabled(on != 0);
+    return fc::fcgp::sm90::bwd_enabled();
 }
 
 } // extern "C"

@@ -43,9 +43,34 @@ bool aligned(const void *x, const void *y, const void *o);
 fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *ws, float *o,
                        float *partial, cudaStream_t stream);
 
-/* The switch (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0") and whether the unit has sm_90a code. */
+/* The weight gradient gW[p] = sum_j z_{j,p}^T go_j on the same machinery (fcgp_wgmma_gw.cuh):
+ * whether it runs for this call (its switch, the device, algebra, operand mode and sizes: the
+ * same as the forward's but for the row alignment, which its own transposed copies meet), its
+ * batch splits, its workspace (xg^T, yg^T, go^T in the operand type and `splits` fp32
+ * partials (P, N_in, N_out)), and the launch: x, y the raw inputs (a->gate: MVGELU), go
+ * (D, B, N_out) the output gradient through the norm, all in the operand type; it returns the
+ * partials (inside ws) for the caller's ordered reduction. */
+bool gw_planned(const fc_args *a, int mode, int operand_bytes);
+/* The input gradients on the same machinery (fcgp_wgmma_gz.cuh): whether they run for this call
+ * (the backward switch, and rows of go a multiple of 16 bytes; go's alignment is the caller's
+ * to check), their workspace (W with N_out permuted, in the operand type), and the launch: go
+ * (D, B, N_out), w (P, N_in, N_out), xg, yg the gated inputs (the inputs without the gate), x, y
+ * the inputs, all in the operand type; grad_x, grad_y in the data type (a->dtype), either NULL. */
+bool gz_planned(const fc_args *a, int mode, int operand_bytes);
+size_t gz_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
+fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, const void *xg, const void *yg,
+                     const void *x, const void *y, void *grad_x, void *grad_y, void *ws, cudaStream_t stream);
+int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split);
+size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
+fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws,
+                      float **partial, int *splits, cudaStream_t stream);
+
+/* The switches (the forward's initially on unless FLASHCLIFFORD_FCGP_SM90 == "0"; the backward
+ * kernels' off unless FLASHCLIFFORD_FCGP_SM90_BWD == "1") and whether the unit has sm_90a code. */
 void set_enabled(bool on);
 bool enabled();
+void set_bwd_enabled(bool on);
+bool bwd_enabled();
 bool compiled();
 
 } // namespace sm90

@@ -1,7 +1,8 @@
 /* wgmma.cuh — Hopper warpgroup MMA (sm_90a only): shared-memory descriptors, the fences and
  * groups that order it, and the register-A forms the FCGP kernels use: A (64 x K) formed in
  * registers by the 128 threads of a warpgroup, B (K x N) in shared memory, D (64 x N) in
- * fp32 registers. K = 8 (tf32) or 16 (bf16, f16); N = 32, 64 or 128.
+ * fp32 registers. K = 8 (tf32) or 16 (bf16, f16); N = 32, 64 or 128 (the forward), 16 and 32
+ * (tf32, bf16: the input gradient), 24 or 48 (tf32, bf16: the weight gradient).
  *
  * Register fragments (PTX ISA, "Register Fragments" of wgmma): warp w of the warpgroup
  * holds rows 16w .. 16w + 15; lane = 4 g + t holds
@@ -116,6 +117,21 @@ template <int N> __device__ __forceinline__ void fence_operands(float (&d)[N])
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
+/* N = 16: the FCGP input gradient's tiles (T' accumulators a position); 24 and 48: the
+ * weight gradient's (P accumulators a position) */
+#define FC_WG_D16 "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define FC_WG_A16 "{%8, %9, %10, %11}, %12"
+#define FC_WG_S16 "%13"
+#define FC_WG_C16(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define FC_WG_D24 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}"
+#define FC_WG_A24 "{%12, %13, %14, %15}, %16"
+#define FC_WG_S24 "%17"
+#define FC_WG_C24(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+#define FC_WG_D48 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}"
+#define FC_WG_A48 "{%24, %25, %26, %27}, %28"
+#define FC_WG_S48 "%29"
+#define FC_WG_C48(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+
 /* d (+)= A * B: MmaRS<MODE, N>::run(d, a, desc_b, scale_d); scale_d = 0 ignores d's old value. */
 template <int MODE, int N> struct MmaRS;
 #if FC_HAVE_WGMMA
@@ -141,6 +157,12 @@ template <int MODE, int N> struct MmaRS;
     };
 #endif
 /* tf32 takes no transpose flag; the 16-bit forms take imm-trans-b = 0 (B K-major) */
+FC_WG_RS(kTF32, 16, 8, "tf32", "")
+FC_WG_RS(kBF16, 16, 16, "bf16", ", 0")
+FC_WG_RS(kTF32, 24, 8, "tf32", "")
+FC_WG_RS(kTF32, 48, 8, "tf32", "")
+FC_WG_RS(kBF16, 24, 16, "bf16", ", 0")
+FC_WG_RS(kBF16, 48, 16, "bf16", ", 0")
 FC_WG_RS(kTF32, 32, 8, "tf32", "")
 FC_WG_RS(kTF32, 64, 8, "tf32", "")
 FC_WG_RS(kTF32, 128, 8, "tf32", "")

@@ -1,0 +1,92 @@
+"""What the parts of the CUDA FCGP cost, beside torch.bmm of the same products.
+
+    python benchmarks/fcgp_parts.py [--cells ALG,DTYPE,B,N ...] [--reps 20]
+
+For each cell (default: issue 4's, Cl(2,0) and Cl(3,0), float32 with tf32 products and
+bfloat16, B 4096, N 512, normalize): torch.bmm of the T' products (the yardstick), the forward,
+and the backward with every gradient, with the input gradients only and with the weight
+gradient only, each on the Hopper kernels' current switches (_C._fcgp_sm90, _C._fcgp_sm90_bwd;
+run it with FLASHCLIFFORD_FCGP_SM90=0 / FLASHCLIFFORD_FCGP_SM90_BWD=1 to compare) through the
+raw ops with workspaces given. Timed the harness's way (L2 flushed by a read, the stream held,
+CUDA events, median). Needs a GPU.
+"""
+
+import argparse
+import math
+import sys
+
+import torch
+
+import flashclifford as fc
+from flashclifford.bench.timing import Flusher, measure
+
+CELLS = ["2,float32,4096,512", "3,float32,4096,512", "2,bfloat16,4096,512", "3,bfloat16,4096,512"]
+
+
+def cases(n, dtype, B, N):
+    """[(name, fn)] for one cell of Cl(n,0)."""
+    a = fc.Algebra(n)
+    alg = a.id  # the raw ops take the kernel id
+    dt = getattr(torch, dtype)
+    prec = 1 if dt == torch.float32 else 0  # tf32 for float32
+    g = torch.Generator(device="cuda").manual_seed(0)
+
+    def randn(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=g, device="cuda") * scale).to(dt)
+
+    x, y, go = randn(a.D, B, N), randn(a.D, B, N), randn(a.D, B, N)
+    w = randn(a.P, N, N, scale=1 / math.sqrt(N))
+    out, norms = torch.empty_like(go), torch.empty(B, a.G, device="cuda")
+    gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(w)
+    dev = torch.cuda.current_device()
+    ws_f, ws_b = (torch.empty(fc._C.workspace_size("fcgp", b, alg, dtype, B, N, N, prec, True, dev),
+                              dtype=torch.uint8, device="cuda") for b in (False, True))
+    s = torch.cuda.current_stream().cuda_stream
+
+    def fwd():
+        fc._C.fcgp_forward(x, y, w, alg, True, prec, out=out, norms=norms, workspace=ws_f, stream=s)
+
+    def bwd(wx, ww):
+        return lambda: fc._C.fcgp_backward(
+            go, x, y, w, alg, True, prec, norms=norms, grad_x=gx if wx else None, grad_y=gy if wx else None,
+            grad_weight=gw if ww else None, workspace=ws_b, stream=s,
+        )  # fmt: skip
+
+    # the yardstick: T' products (B x N) @ (N x N) in the same precision
+    A = torch.randn(pairs(alg), B, N, device="cuda").to(dt)
+    Wb = torch.randn(A.shape[0], N, N, device="cuda").to(dt)
+    C = torch.empty(A.shape[0], B, N, device="cuda", dtype=dt)
+    fwd()  # the norms backward reads
+    return [
+        ("torch.bmm", lambda: torch.bmm(A, Wb, out=C)),
+        ("forward", fwd),
+        ("backward", bwd(True, True)),
+        ("bwd grad x,y", bwd(True, False)),
+        ("bwd grad W", bwd(False, True)),
+    ]
+
+
+def pairs(alg):
+    """T': the distinct (output component, path) pairs of the kernel algebra's terms."""
+    return len({(t[1], t[4]) for t in fc._C.algebra_table(alg)["terms"]})
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", nargs="*", default=CELLS)
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args(argv)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    flush = Flusher(torch, "cuda")
+    sw = f"Hopper forward {fc._C._fcgp_sm90()}, backward {fc._C._fcgp_sm90_bwd()}"
+    print(f"# {torch.cuda.get_device_name(0)}; {sw}")
+    for cell in args.cells:
+        alg, dtype, B, N = cell.split(",")
+        alg, B, N = int(alg), int(B), int(N)
+        for name, fn in cases(alg, dtype, B, N):
+            t = measure(fn, torch=torch, cuda=True, warmup=3, reps=args.reps, max_seconds=0.5, flush=flush)
+            print(f"Cl({alg},0) {dtype:8s} {B}x{N} {name:14s} {t.p50 * 1e6:9.1f} us", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,182 @@
+/* fcgp_wgmma_gw.cuh — the Hopper (sm_90a) FCGP weight gradient on warpgroup MMA, device side:
+ * gW[p] (N_in x N_out) = sum_j z_{j,p}^T go_j, K = the batch.
+ *
+ * The forward's machinery, transposed: prepasses write xg^T, yg^T (D, N_in, B) and go^T
+ * (D, N_out, B) (gelu_transpose, and prep_wt of fcgp_sm90a.cu for go), so that an xg^T tile
+ * (64 rows of N_in x 32 bytes of batch x D components) has the layout of the forward's x tile:
+ * load_frags and form_pair give the A fragments of z_{j,p}^T unchanged, with the batch inside
+ * a step in the forward's permuted order (phys_col), which go^T is written in. go_j^T's tile is
+ * the K-major B operand (32-byte swizzle, as the forward's W^T).
+ *
+ * A block owns 64 rows of N_in x NT columns of N_out of every path's gradient; warpgroup w
+ * owns paths [w P/2, (w+1) P/2), PH x NT / 2 = 120 fp32 accumulators a thread (NT = 24 for
+ * D = 8, 48 for D = 4: the paths, not the components, index the accumulators here). For each
+ * of its paths it forms the A fragments of that path's pairs (one per output component j),
+ * issues one wgmma a pair on go_j's tile and waits before the next path reuses the registers.
+ * The batch is split over gridDim.z; each split writes its own fp32 partial (P, N_in, N_out),
+ * summed in split order afterwards (deterministic, no atomics).
+ */
+#pragma once
+
+#include "fcgp_wgmma.cuh"
+#include "tma_ring.cuh"
+
+namespace fc {
+namespace fcgp {
+namespace sm90 {
+
+template <int ID, int MODE> struct GwCfg {
+    static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P, PH = P / 2;
+    static constexpr int BM = 64, NT = D == 4 ? 48 : 24, THREADS = 256, STAGES = 5;
+    static constexpr int KS = MODE == kTF32 ? 8 : 16;       /* batch rows a step: 32 bytes */
+    static constexpr int XB = D * BM * 32, GB = D * NT * 32; /* xg^T (or yg^T) tile, go^T tiles */
+    static constexpr int STAGE = 2 * XB + GB, SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
+    static_assert(P % 2 == 0 && (NT * 32) % 256 == 0 && STAGE % 256 == 0, "swizzle tiles aligned");
+    static_assert(SMEM <= 227 * 1024, "the stages fit");
+};
+
+/* The pairs of path p (Plans' pair order is by j, then p): how many, and the u-th. */
+template <int ID> __host__ __device__ constexpr int path_pairs(int p)
+{
+    int n = 0;
+    for (int q = 0; q < Plans<ID>::pair.np; ++q)
+        n += Plans<ID>::pair.pp[q] == p;
+    return n;
+}
+template <int ID> __host__ __device__ constexpr int path_pair(int p, int u)
+{
+    for (int q = 0; q < Plans<ID>::pair.np; ++q)
+        if (Plans<ID>::pair.pp[q] == p && u-- == 0)
+            return q;
+    return -1;
+}
+
+/* One warpgroup's step: path by path, the A fragments of the path's pairs, then their wgmmas
+ * on the go_j^T tiles, waited for before the next path forms its fragments. */
+template <int ID, int MODE, int WG>
+__device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE>::PH][GwCfg<ID, MODE>::NT / 2],
+                                        const Frags<AlgebraTraits<ID>::D> &f, uint32_t go_smem)
+{
+    using C = GwCfg<ID, MODE>;
+    static_for<C::PH>([&](auto pl) {
+        constexpr int p = WG * C::PH + decltype(pl)::value, nq = path_pairs<ID>(p);
+        uint32_t a[nq][4];
+        static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value)>(a[decltype(u)::value], f); });
+        wg::fence();
+        static_for<nq>([&](auto u) {
+            constexpr int j = Plans<ID>::pair.pj[path_pair<ID>(p, decltype(u)::value)];
+            wg::MmaRS<MODE, C::NT>::run(acc[decltype(pl)::value], a[decltype(u)::value],
+                                        wg::desc_kmajor_sw32(go_smem + j * C::NT * 32, 256), 1);
+        });
+        wg::commit();
+        wg::wait<0>();
+    });
+}
+
+/* xg^T (D, N_in, Bp) from x (D, B, N_in), MVGELU applied when gate (SPEC: xg_i = x_i Phi(x_0)),
+ * in the operand type; blockIdx.z picks x -> xgt or y -> ygt. 32 x 32 tiles through shared
+ * memory, so both sides go along rows; columns from B to Bp get zeros. */
+template <class E>
+__global__ void __launch_bounds__(256) gelu_transpose(const E *__restrict__ x, const E *__restrict__ y,
+                                                       E *__restrict__ xgt, E *__restrict__ ygt, int D, int64_t B,
+                                                       int64_t Ni, int64_t Bp, int gate)
+{
+    __shared__ float tile[32][33];
+    const E *src = blockIdx.z ? y : x;
+    E *dst = blockIdx.z ? ygt : xgt;
+    const int64_t n0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32;
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    float ph[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) { /* the gate at this thread's positions, from component 0 */
+        const int64_t b = b0 + ty + 8 * r, n = n0 + tx;
+        const float u = b < B && n < Ni ? load<E>(src[b * Ni + n]) : 0.f;
+        ph[r] = gate ? 0.5f * (1.f + erff(u * 0.70710678118654752f)) : 1.f;
+    }
+    for (int c = 0; c < D; ++c) {
+        const E *s = src + (int64_t)c * B * Ni;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int64_t b = b0 + ty + 8 * r, n = n0 + tx;
+            tile[ty + 8 * r][tx] = b < B && n < Ni ? load<E>(s[b * Ni + n]) * ph[r] : 0.f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int64_t n = n0 + ty + 8 * r, b = b0 + tx;
+            if (n < Ni && b < Bp) /* zeros from B to Bp: the maps read whole rows of Bp */
+                dst[((int64_t)c * Ni + n) * Bp + b] = store<E>(tile[tx][ty + 8 * r]);
+        }
+        __syncthreads();
+    }
+}
+
+/* The weight gradient's partial of batch split blockIdx.z: xmap, ymap over xg^T, yg^T (Bp, N_in,
+ * D), gomap over go^T (Bp, N_out, D) in the 32-byte swizzle; partial (splits, P, N_in, N_out).
+ * rows_per_split is a multiple of KS, so no step crosses into the next split; the batch from B
+ * to Bp holds zeros, and the copy engine fills what lies past Bp with zeros. Thread 0 also
+ * produces, polling as the forward does. */
+template <int ID, int MODE>
+__global__ void __launch_bounds__(256, 1)
+    gw_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
+                  const __grid_constant__ CUtensorMap gomap, float *partial, int B, int Ni, int No,
+                  int rows_per_split)
+{
+    using C = GwCfg<ID, MODE>;
+    constexpr int D = C::D, P = C::P, S = C::STAGES;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
+    const int m0 = blockIdx.x * C::NT, n0 = blockIdx.y * C::BM, b0 = blockIdx.z * rows_per_split;
+    const int rows = min(B - b0, rows_per_split), steps = rows > 0 ? (rows + C::KS - 1) / C::KS : 0;
+    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), steps, 2);
+    auto issue = [&](int s, uint64_t *bar) { /* thread 0: step s into buffer s % S */
+        unsigned char *buf = smem + (s % S) * C::STAGE;
+        tma::mbar_arrive_expect_tx(bar, C::STAGE);
+        const int k0 = b0 + s * C::KS;
+        tma::load_3d(buf, &xmap, k0, n0, 0, bar);
+        tma::load_3d(buf + C::XB, &ymap, k0, n0, 0, bar);
+        tma::load_3d(buf + 2 * C::XB, &gomap, k0, m0, 0, bar);
+    };
+
+    float acc[C::PH][C::NT / 2];
+    zero(acc);
+    for (int s = 0; s < steps; ++s) {
+        if (tid == 0)
+            ring.pump(s, issue);
+        ring.wait(s);
+        const unsigned char *buf = smem + (s % S) * C::STAGE;
+        Frags<D> f;
+        load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
+        const uint32_t go_smem = smem_u32(buf + 2 * C::XB);
+        if (wgi == 0)
+            gw_step<ID, MODE, 0>(acc, f, go_smem);
+        else
+            gw_step<ID, MODE, 1>(acc, f, go_smem);
+        if (tid % 128 == 0) /* this warpgroup's wgmmas completed: its reads of the stage are done */
+            ring.release(s);
+        if (tid == 0 && s + 1 < steps)
+            ring.pump(s + 1, issue);
+    }
+#pragma unroll
+    for (int pl = 0; pl < C::PH; ++pl)
+        wg::fence_operands(acc[pl]);
+    /* acc[pl][4c + 2h + e]: path wgi PH + pl, row n0 + 16 warp + g + 8h, column m0 + 8c + 2t + e */
+    float *part = partial + (size_t)blockIdx.z * P * Ni * No;
+#pragma unroll
+    for (int pl = 0; pl < C::PH; ++pl)
+#pragma unroll
+        for (int c = 0; c < C::NT / 8; ++c)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int n = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t + e;
+                    if (n < Ni && m < No)
+                        part[((size_t)(wgi * C::PH + pl) * Ni + n) * No + m] = acc[pl][4 * c + 2 * h + e];
+                }
+}
+
+} // namespace sm90
+} // namespace fcgp
+} // namespace fc

@@ -1,0 +1,51 @@
+/* tma_ring.cuh — one CTA's ring of S shared-memory stages fed by the copy engine (tma.cuh), for
+ * the Hopper FCGP backward kernels: thread 0 issues a step's copies as soon as its buffer is
+ * free, polling the "empty" mbarriers (it also computes, so it must not block on them), and
+ * blocks only when the step it is about to read has not been issued yet; each consumer
+ * warpgroup releases a buffer once its reads of it have completed. (The forward's ring in
+ * fcgp_wgmma.cuh is the same for one CTA and also releases across a cluster.)
+ */
+#pragma once
+
+#include "tma.cuh"
+
+namespace fc {
+namespace tma {
+
+template <int S> struct Ring {
+    uint64_t *full, *empty;
+    int steps, issued = 0;
+
+    /* Every thread of the CTA constructs it (a barrier inside); bars: 2 S mbarriers in shared memory. */
+    __device__ Ring(uint64_t *bars, int steps_, int consumers) : full(bars), empty(bars + S), steps(steps_)
+    {
+        if (threadIdx.x == 0) {
+            for (int b = 0; b < S; ++b) {
+                mbar_init(&full[b], 1);
+                mbar_init(&empty[b], consumers);
+            }
+            fence_mbar_init();
+        }
+        __syncthreads();
+    }
+    /* Thread 0, before reading step s (< steps): issue(t, full barrier) copies step t into buffer t % S. */
+    template <class Issue> __device__ __forceinline__ void pump(int s, Issue &&issue)
+    {
+        while (issued < steps && issued < s + S &&
+               (issued < S || mbar_test(&empty[issued % S], ((issued - S) / S) & 1))) {
+            issue(issued, &full[issued % S]);
+            ++issued;
+        }
+        if (issued == s) {
+            mbar_wait(&empty[s % S], ((s - S) / S) & 1);
+            issue(issued, &full[issued % S]);
+            ++issued;
+        }
+    }
+    __device__ __forceinline__ void wait(int s) { mbar_wait(&full[s % S], (s / S) & 1); }
+    /* one thread a consumer warpgroup, after that warpgroup's reads of step s completed */
+    __device__ __forceinline__ void release(int s) { mbar_arrive(&empty[s % S]); }
+};
+
+} // namespace tma
+} // namespace fc
