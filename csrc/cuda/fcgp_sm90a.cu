@@ -252,6 +252,29 @@ fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, siz
     return FC_OK;
 }
 
+/* f(id, mode) for the call's algebra and operand mode as compile-time constants: the D <= 8
+ * algebras (the planning functions checked D), tf32 or bf16 products. */
+template <class F> fc_status dispatch(const fc_args *a, int mode, const char *what, F &&f)
+{
+    auto by_algebra = [&](auto md) -> fc_status {
+        switch (a->alg->D) {
+        case AlgebraTraits<0>::D:
+            return f(std::integral_constant<int, 0>{}, md);
+        case AlgebraTraits<1>::D:
+            return f(std::integral_constant<int, 1>{}, md);
+        }
+        fc_set_error("fcgp: no Hopper %s for %s", what, a->alg->name);
+        return FC_ERR_VALUE;
+    };
+    static_assert(AlgebraTraits<0>::D == 4 && AlgebraTraits<1>::D == 8, "ids 0, 1: Cl(2,0), Cl(3,0)");
+    if (mode == kTF32)
+        return by_algebra(std::integral_constant<int, kTF32>{});
+    if (mode == kBF16)
+        return by_algebra(std::integral_constant<int, kBF16>{});
+    fc_set_error("fcgp: no Hopper %s for operand mode %d", what, mode);
+    return FC_ERR_VALUE;
+}
+
 template <int ID, int MODE>
 fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, void *ws, float *o, float *partial,
                cudaStream_t st)
@@ -301,32 +324,14 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                    : launch(fwd_tma_kernel<ID, MODE, 1, 1, false, false>, smem_plain);
 }
 
-template <int MODE>
-fc_status by_algebra(const fc_args *a, const void *x, const void *y, const void *w, void *ws, float *o, float *partial,
-                     cudaStream_t st)
-{
-    switch (a->alg->D) { /* the D <= 8 algebras: Cl(2,0) and Cl(3,0) (planned() checked D) */
-    case AlgebraTraits<0>::D:
-        return gemm<0, MODE>(a, x, y, w, ws, o, partial, st);
-    case AlgebraTraits<1>::D:
-        return gemm<1, MODE>(a, x, y, w, ws, o, partial, st);
-    }
-    fc_set_error("fcgp: no Hopper forward for %s", a->alg->name);
-    return FC_ERR_VALUE;
-}
-
 } // namespace
 
 fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *ws, float *o,
                        float *partial, cudaStream_t stream)
 {
-    static_assert(AlgebraTraits<0>::D == 4 && AlgebraTraits<1>::D == 8, "ids 0, 1: Cl(2,0), Cl(3,0)");
-    if (mode == kTF32)
-        return by_algebra<kTF32>(a, x, y, w, ws, o, partial, stream);
-    if (mode == kBF16)
-        return by_algebra<kBF16>(a, x, y, w, ws, o, partial, stream);
-    fc_set_error("fcgp: no Hopper forward for operand mode %d", mode);
-    return FC_ERR_VALUE;
+    return dispatch(a, mode, "forward", [&](auto id, auto md) {
+        return gemm<decltype(id)::value, decltype(md)::value>(a, x, y, w, ws, o, partial, stream);
+    });
 }
 
 namespace {
@@ -370,20 +375,6 @@ fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, voi
     return FC_OK;
 }
 
-template <int MODE>
-fc_status gw_by_algebra(const fc_args *a, const void *x, const void *y, const void *go, void *ws, float **partial,
-                        int *splits, cudaStream_t st)
-{
-    switch (a->alg->D) { /* the D <= 8 algebras: Cl(2,0) and Cl(3,0) (gw_planned() checked D) */
-    case AlgebraTraits<0>::D:
-        return gw<0, MODE>(a, x, y, go, ws, partial, splits, st);
-    case AlgebraTraits<1>::D:
-        return gw<1, MODE>(a, x, y, go, ws, partial, splits, st);
-    }
-    fc_set_error("fcgp: no Hopper weight gradient for %s", a->alg->name);
-    return FC_ERR_VALUE;
-}
-
 } // namespace
 
 namespace {
@@ -414,51 +405,27 @@ fc_status gz(const fc_args *a, const void *go, const void *w, const void *xg, co
     return FC_OK;
 }
 
-template <int MODE>
-fc_status gz_by_algebra(const fc_args *a, const void *go, const void *w, const void *xg, const void *yg,
-                        const void *x, const void *y, void *gx, void *gy, void *ws, cudaStream_t st)
-{
-    /* the D <= 8 algebras (gz_planned() checked D); the data type: fp32 (tf32 products always),
-     * or bf16 for bf16 data */
-    auto run = [&](auto idc) -> fc_status {
-        constexpr int ID = decltype(idc)::value;
-        if constexpr (MODE == kBF16)
-            if (a->dtype == FC_BF16)
-                return gz<ID, MODE, __nv_bfloat16>(a, go, w, xg, yg, x, y, gx, gy, ws, st);
-        return gz<ID, MODE, float>(a, go, w, xg, yg, x, y, gx, gy, ws, st);
-    };
-    switch (a->alg->D) {
-    case AlgebraTraits<0>::D:
-        return run(std::integral_constant<int, 0>{});
-    case AlgebraTraits<1>::D:
-        return run(std::integral_constant<int, 1>{});
-    }
-    fc_set_error("fcgp: no Hopper input gradient for %s", a->alg->name);
-    return FC_ERR_VALUE;
-}
-
 } // namespace
 
 fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, const void *xg, const void *yg,
                      const void *x, const void *y, void *grad_x, void *grad_y, void *ws, cudaStream_t stream)
 {
-    if (mode == kTF32 && a->dtype == FC_F32)
-        return gz_by_algebra<kTF32>(a, go, w, xg, yg, x, y, grad_x, grad_y, ws, stream);
-    if (mode == kBF16 && (a->dtype == FC_F32 || a->dtype == FC_BF16))
-        return gz_by_algebra<kBF16>(a, go, w, xg, yg, x, y, grad_x, grad_y, ws, stream);
-    fc_set_error("fcgp: no Hopper input gradient for operand mode %d", mode);
-    return FC_ERR_VALUE;
+    /* the data type: fp32 (tf32 products always), or bf16 for bf16 data */
+    return dispatch(a, mode, "input gradient", [&](auto id, auto md) -> fc_status {
+        constexpr int ID = decltype(id)::value, MODE = decltype(md)::value;
+        if constexpr (MODE == kBF16)
+            if (a->dtype == FC_BF16)
+                return gz<ID, MODE, __nv_bfloat16>(a, go, w, xg, yg, x, y, grad_x, grad_y, ws, stream);
+        return gz<ID, MODE, float>(a, go, w, xg, yg, x, y, grad_x, grad_y, ws, stream);
+    });
 }
 
 fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws,
                       float **partial, int *splits, cudaStream_t stream)
 {
-    if (mode == kTF32)
-        return gw_by_algebra<kTF32>(a, x, y, go, ws, partial, splits, stream);
-    if (mode == kBF16)
-        return gw_by_algebra<kBF16>(a, x, y, go, ws, partial, splits, stream);
-    fc_set_error("fcgp: no Hopper weight gradient for operand mode %d", mode);
-    return FC_ERR_VALUE;
+    return dispatch(a, mode, "weight gradient", [&](auto id, auto md) {
+        return gw<decltype(id)::value, decltype(md)::value>(a, x, y, go, ws, partial, splits, stream);
+    });
 }
 
 #else /* not built for sm_90a: planned() is false, so this is never reached */

@@ -141,10 +141,7 @@ __global__ void __launch_bounds__(256, 1)
 
     float acc[C::PH][C::NT / 2];
     zero(acc);
-    for (int s = 0; s < steps; ++s) {
-        if (tid == 0)
-            ring.pump(s, issue);
-        ring.wait(s);
+    ring.consume(issue, [&](int s) {
         const unsigned char *buf = smem + (s % S) * C::STAGE;
         Frags<D> f;
         load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
@@ -153,11 +150,7 @@ __global__ void __launch_bounds__(256, 1)
             gw_step<ID, MODE, 0>(acc, f, go_smem);
         else
             gw_step<ID, MODE, 1>(acc, f, go_smem);
-        if (tid % 128 == 0) /* this warpgroup's wgmmas completed: its reads of the stage are done */
-            ring.release(s);
-        if (tid == 0 && s + 1 < steps)
-            ring.pump(s + 1, issue);
-    }
+    });
 #pragma unroll
     for (int pl = 0; pl < C::PH; ++pl)
         wg::fence_operands(acc[pl]);

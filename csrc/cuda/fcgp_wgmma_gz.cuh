@@ -93,20 +93,13 @@ __global__ void __launch_bounds__(256, 1)
 
     float acc[C::QW][C::BN / 2];
     zero(acc);
-    for (int s = 0; s < steps; ++s) {
-        if (tid == 0)
-            ring.pump(s, issue);
-        ring.wait(s);
+    ring.consume(issue, [&](int s) {
         const unsigned char *buf = smem + (s % S) * C::STAGE;
         if (wgi == 0)
             gz_step<ID, MODE, 0>(acc, buf, smem_u32(buf + C::OB), 16 * warp + g, t);
         else
             gz_step<ID, MODE, 1>(acc, buf, smem_u32(buf + C::OB), 16 * warp + g, t);
-        if (tid % 128 == 0) /* this warpgroup's wgmmas completed: its reads of the stage are done */
-            ring.release(s);
-        if (tid == 0 && s + 1 < steps)
-            ring.pump(s + 1, issue);
-    }
+    });
 #pragma unroll
     for (int ql = 0; ql < C::QW; ++ql)
         wg::fence_operands(acc[ql]);

@@ -42,9 +42,22 @@ template <int S> struct Ring {
             ++issued;
         }
     }
-    __device__ __forceinline__ void wait(int s) { mbar_wait(&full[s % S], (s / S) & 1); }
-    /* one thread a consumer warpgroup, after that warpgroup's reads of step s completed */
-    __device__ __forceinline__ void release(int s) { mbar_arrive(&empty[s % S]); }
+    /* Every step in order: thread 0 keeps the copies ahead, every thread waits for the step's
+     * tiles, body(s) consumes them and returns once its warpgroup's reads of the buffer are
+     * complete (wgmma waited for), and one thread a warpgroup releases the buffer. */
+    template <class Issue, class Body> __device__ __forceinline__ void consume(Issue &&issue, Body &&body)
+    {
+        for (int s = 0; s < steps; ++s) {
+            if (threadIdx.x == 0)
+                pump(s, issue);
+            mbar_wait(&full[s % S], (s / S) & 1);
+            body(s);
+            if (threadIdx.x % 128 == 0)
+                mbar_arrive(&empty[s % S]);
+            if (threadIdx.x == 0 && s + 1 < steps)
+                pump(s + 1, issue);
+        }
+    }
 };
 
 } // namespace tma
