@@ -96,8 +96,8 @@ bool gw_planned(const fc_args *a, int mode, int operand_bytes)
 {
     /* grids: gelu_transpose (N_in / 32, B / 32, 2), prep_wt of go (B / 32, N_out / 32, D), the
      * kernel (N_out / NT, N_in / 64, splits <= 8) */
-    return bwd_enabled() && cdiv(a->B, 32) <= 65535 && cdiv(a->N_out, 32) <= 65535 && cdiv(a->N_in, kRows) <= 65535 &&
-           eligible(a, mode, operand_bytes);
+    return bwd_enabled() && cdiv(a->B + 16, 32) <= 65535 && cdiv(a->N_out, 32) <= 65535 &&
+           cdiv(a->N_in, kRows) <= 65535 && eligible(a, mode, operand_bytes);
 }
 
 bool gz_planned(const fc_args *a, int mode, int operand_bytes)
@@ -230,6 +230,12 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder()
     return fn;
 }
 
+/* The copy engine's element type of the operand mode. */
+constexpr CUtensorMapDataType map_type(int mode)
+{
+    return mode == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+}
+
 /* A 3-D map of a contiguous (d2, d1, d0) array, boxes of (b2, b1, b0); zeros past its end. */
 fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1,
                    uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle)
@@ -293,7 +299,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         FC_LAUNCH_CHECK(st);
     }
 
-    constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    constexpr CUtensorMapDataType ty = map_type(MODE);
     CUtensorMap xm, ym, wm, gm;
     fc_status s;
     /* x, y: a step's K x 64 rows x every component; W^T: a step's K x the tile's columns x
@@ -358,7 +364,7 @@ fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, voi
         (const E *)go, got, B, No, Bp);
     FC_LAUNCH_CHECK(st);
 
-    constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    constexpr CUtensorMapDataType ty = map_type(MODE);
     CUtensorMap xm, ym, gm;
     fc_status s;
     if ((s = make_map(&xm, xgt, ty, sizeof(E), Bp, Ni, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
@@ -390,7 +396,7 @@ fc_status gz(const fc_args *a, const void *go, const void *w, const void *xg, co
     prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(C::P * Ni * Nop, 256), 4096), 256, 0, st>>>((const E *)w, wz,
                                                                                                  C::P * Ni, No, Nop);
     FC_LAUNCH_CHECK(st);
-    constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    constexpr CUtensorMapDataType ty = map_type(MODE);
     CUtensorMap om, wm;
     fc_status s;
     if ((s = make_map(&om, go, ty, sizeof(E), No, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
