@@ -111,8 +111,8 @@ fc_status fc_fcgp_backward_cuda(const fc_args *a, void *stream);
  * FLASHCLIFFORD_FCGP_SM90 == "0"). */
 int fc_fcgp_sm90_compiled(void);
 int fc_fcgp_sm90_switch(int on);
-/* The Hopper FCGP backward kernels' switch (the same convention; initially off unless
- * FLASHCLIFFORD_FCGP_SM90_BWD == "1"). */
+/* The Hopper FCGP backward kernels' switch (the same convention; initially on unless
+ * FLASHCLIFFORD_FCGP_SM90_BWD == "0"). */
 int fc_fcgp_sm90_bwd_switch(int on);
 /* The launch shape the CUDA SGP takes for a's algebra, dtype, B and N_in on a->device with
  * aligned inputs (diagnostics and tuning): out = threads a row, rows a block, input stages,

@@ -199,8 +199,8 @@ static PyMethodDef module_methods[] = {
      "may be too small with it on (the op then raises)."},
     {"_fcgp_sm90_bwd", fcgp_sm90_bwd, METH_VARARGS,
      "_fcgp_sm90_bwd(on=None)\n--\n\n"
-     "The switch of the Hopper (sm_90a) FCGP backward kernels (input and weight gradients), off unless "
-     "FLASHCLIFFORD_FCGP_SM90_BWD=1 at "
+     "The switch of the Hopper (sm_90a) FCGP backward kernels (input and weight gradients), on unless "
+     "FLASHCLIFFORD_FCGP_SM90_BWD=0 at "
      "start-up: None leaves it, True/False sets it; returns its state. Process-wide; size workspaces with it "
      "as the call will have it."},
     {"_sgp_config", (PyCFunction)(void (*)(void))fc_bind_sgp_config, METH_VARARGS | METH_KEYWORDS,

@@ -7,8 +7,9 @@ and off, the gate on and off. Checked against the float64 einsum with the mode's
 (gpu_util FCGP_MODES, SPEC tolerances), the gradients too, run-to-run bits, and that the path
 really ran (its workspace holds W^T). The matrix also runs with the switch off, so that the
 mma.sync forward these calls take on other GPUs stays covered on an H100. The Hopper backward
-kernels (input and weight gradients; their own switch, _C._fcgp_sm90_bwd) are checked the same
-way, every gradient against the float64 einsum, and bitwise from run to run.
+kernels (input and weight gradients; their own switch, _C._fcgp_sm90_bwd, on by default) are
+checked the same way, every gradient against the float64 einsum, and bitwise from run to run,
+and the backward matrix also with that switch off.
 
 Shapes: x, y (D, *batch, N_in); weight (P, N_in, N_out). N_in is a multiple of 8 (the copy
 engine reads rows of a multiple of 16 bytes; other N_in keep the mma.sync forward, checked
@@ -140,21 +141,31 @@ BWD_SHAPES = [
 ]
 
 
-@pytest.fixture
-def bwd_on(sm90_on):
+def _bwd_switched(on):
     before = fc._C._fcgp_sm90_bwd()
-    fc._C._fcgp_sm90_bwd(True)
+    fc._C._fcgp_sm90_bwd(on)
     try:
         yield
     finally:
         fc._C._fcgp_sm90_bwd(before)
 
 
+@pytest.fixture
+def bwd_on(sm90_on):
+    yield from _bwd_switched(True)
+
+
+# off: the mma.sync backward these calls take on other GPUs, still covered on an H100
+@pytest.fixture(params=[True, False], ids=["sm90-bwd", "mma.sync-bwd"])
+def bwd_either(sm90_on, request):
+    yield from _bwd_switched(request.param)
+
+
 @pytest.mark.parametrize("normalize", [True, False])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("batch,n_in,n_out", BWD_SHAPES)
 @pytest.mark.parametrize("alg", ALGS)
-def test_backward(bwd_on, alg, batch, n_in, n_out, mode, normalize):
+def test_backward(bwd_either, alg, batch, n_in, n_out, mode, normalize):
     seed = seed_for(f"sm90-bwd/{alg.name}/{batch}/{n_in}/{mode}") % 997
     check_fcgp(alg, batch, n_in, n_out, mode, normalize, seed=seed)
 

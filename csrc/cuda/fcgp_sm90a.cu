@@ -34,7 +34,7 @@ namespace sm90 {
 namespace {
 
 std::atomic<int> g_enabled{-1}; /* -1: FLASHCLIFFORD_FCGP_SM90 not read yet; on unless it is "0" */
-std::atomic<int> g_bwd{-1};     /* the backward kernels: FLASHCLIFFORD_FCGP_SM90_BWD, off unless "1" */
+std::atomic<int> g_bwd{-1};     /* the backward kernels: FLASHCLIFFORD_FCGP_SM90_BWD, on unless "0" */
 
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 __host__ __device__ constexpr int kSteps(int mode) { return mode == kTF32 ? 8 : 16; } /* 32 bytes of K */
@@ -81,7 +81,7 @@ bool compiled() { return FC_SM90A != 0; }
 
 bool enabled() { return switch_state(g_enabled, "FLASHCLIFFORD_FCGP_SM90", 1); }
 void set_enabled(bool on) { g_enabled.store(on ? 1 : 0); }
-bool bwd_enabled() { return switch_state(g_bwd, "FLASHCLIFFORD_FCGP_SM90_BWD", 0); }
+bool bwd_enabled() { return switch_state(g_bwd, "FLASHCLIFFORD_FCGP_SM90_BWD", 1); }
 void set_bwd_enabled(bool on) { g_bwd.store(on ? 1 : 0); }
 
 bool planned(const fc_args *a, int mode, int operand_bytes)

@@ -65,8 +65,8 @@ size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
 fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws,
                       float **partial, int *splits, cudaStream_t stream);
 
-/* The switches (the forward's initially on unless FLASHCLIFFORD_FCGP_SM90 == "0"; the backward
- * kernels' off unless FLASHCLIFFORD_FCGP_SM90_BWD == "1") and whether the unit has sm_90a code. */
+/* The switches (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0", FLASHCLIFFORD_FCGP_SM90_BWD
+ * == "0" for the backward kernels) and whether the unit has sm_90a code. */
 void set_enabled(bool on);
 bool enabled();
 void set_bwd_enabled(bool on);
