@@ -12,6 +12,11 @@
  *                then the GELU backward                     (gz_kernel)
  *                gW[p] = sum_j z_{j,p}^T @ go_j             (gw_kernel, + gw_reduce)
  *
+ * On a compute-capability 9.0 GPU, for Cl(2,0) and Cl(3,0) with tf32 or bf16 products, the
+ * forward GEMM (also the one backward recomputes), gz and gW are the Hopper kernels of
+ * fcgp_sm90a.h (wgmma with TMA tiles) wherever their switches and sizes allow; everything
+ * around them (conversions, prepass, fwd_finalize, norm_bwd, gw_reduce) stays here.
+ *
  * Design. Every GEMM kernel streams K in stages: cp.async copies the raw tiles into shared
  * memory, one pass turns them into the operand tiles (GELU of x and y, tf32 rounding,
  * the pairwise products of gW), then the warps run mma.sync (tf32 m16n8k8, bf16/f16
