@@ -40,25 +40,26 @@ SHAPES = [
 ]
 
 
-def _switched(on):
+def _switched(switch, on):
+    """Set one of the process-wide switches (_C._fcgp_sm90 or _fcgp_sm90_bwd) for a test."""
     if not fc._C.build_info()["fcgp_sm90a"] or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs a build with the sm_90a FCGP forward and a compute-capability 9.0 GPU")
-    before = fc._C._fcgp_sm90()
-    fc._C._fcgp_sm90(on)
+        pytest.skip("needs a build with the sm_90a FCGP kernels and a compute-capability 9.0 GPU")
+    before = switch()
+    switch(on)
     try:
         yield
     finally:
-        fc._C._fcgp_sm90(before)
+        switch(before)
 
 
 @pytest.fixture
 def sm90_on():
-    yield from _switched(True)
+    yield from _switched(fc._C._fcgp_sm90, True)
 
 
 @pytest.fixture(params=[True, False], ids=["sm90", "mma.sync"])
 def sm90_either(request):
-    yield from _switched(request.param)
+    yield from _switched(fc._C._fcgp_sm90, request.param)
 
 
 def workspace(alg, mode, n_in, backward=False, normalize=True):
@@ -141,24 +142,15 @@ BWD_SHAPES = [
 ]
 
 
-def _bwd_switched(on):
-    before = fc._C._fcgp_sm90_bwd()
-    fc._C._fcgp_sm90_bwd(on)
-    try:
-        yield
-    finally:
-        fc._C._fcgp_sm90_bwd(before)
-
-
 @pytest.fixture
 def bwd_on(sm90_on):
-    yield from _bwd_switched(True)
+    yield from _switched(fc._C._fcgp_sm90_bwd, True)
 
 
 # off: the mma.sync backward these calls take on other GPUs, still covered on an H100
 @pytest.fixture(params=[True, False], ids=["sm90-bwd", "mma.sync-bwd"])
 def bwd_either(sm90_on, request):
-    yield from _bwd_switched(request.param)
+    yield from _switched(fc._C._fcgp_sm90_bwd, request.param)
 
 
 @pytest.mark.parametrize("normalize", [True, False])
