@@ -36,7 +36,6 @@
 
 #include <cuda_bf16.h>
 
-#include <cudaTypedefs.h>
 
 #include "../../csrc/cuda/fcgp_wgmma.cuh"
 #include "lab_check.h"
@@ -308,27 +307,16 @@ template <class L> static double event_ms(int reps, L &&call)
     return ms / reps;
 }
 
-/* cuTensorMapEncodeTiled from the driver through the runtime (no libcuda link). */
+/* A 3-D tensor map (tma.cuh encode_3d); the lab stops on failure. */
 static CUtensorMap make_map_3d(void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1, uint64_t d2,
                                uint32_t b0, uint32_t b1, uint32_t b2,
                                CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE)
 {
-    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    if (!encode) {
-        cudaDriverEntryPointQueryResult q;
-        CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000, cudaEnableDefault, &q));
-        if (q != cudaDriverEntryPointSuccess || !encode) {
-            fprintf(stderr, "cuTensorMapEncodeTiled not found\n");
-            exit(2);
-        }
-    }
     CUtensorMap m;
-    const cuuint64_t dims[3] = {d0, d1, d2}, strides[2] = {d0 * es, d0 * d1 * es};
-    const cuuint32_t box[3] = {b0, b1, b2}, elem[3] = {1, 1, 1};
-    const CUresult r = encode(&m, ty, 3, base, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                              swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const CUresult r = tma::encode_3d(&m, base, ty, es, d0, d1, d2, b0, b1, b2, swizzle);
     if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "cuTensorMapEncodeTiled: error %d\n", (int)r);
+        fprintf(stderr, "cuTensorMapEncodeTiled: error %d%s\n", (int)r,
+                tma::tensor_map_encoder() ? "" : " (the driver has none)");
         exit(2);
     }
     return m;

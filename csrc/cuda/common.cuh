@@ -74,6 +74,7 @@ struct DeviceFacts {
     int smem_per_sm;
     int regs_per_sm;
     int threads_per_sm;
+    int cc_major, cc_minor; /* compute capability (0.0 when the query failed) */
 };
 const DeviceFacts &device_facts(int device);
 int sm_count(int device); /* device_facts(device).sms */

@@ -21,8 +21,6 @@
 #endif
 
 #if FC_SM90A
-#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled: the driver entry point, no -lcuda */
-
 #include "fcgp_wgmma_gw.cuh" /* and fcgp_wgmma.cuh */
 #include "fcgp_wgmma_gz.cuh"
 #endif
@@ -39,8 +37,10 @@ std::atomic<int> g_bwd{-1};     /* the backward kernels: FLASHCLIFFORD_FCGP_SM90
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 __host__ __device__ constexpr int kSteps(int mode) { return mode == kTF32 ? 8 : 16; } /* 32 bytes of K */
 constexpr int kRows = 64;                                            /* rows a tile */
-inline int64_t tile_cols(const fc_args *a) { return 512 / a->alg->D; }
-inline int64_t gw_cols(const fc_args *a) { return a->alg->D == 4 ? 48 : 24; } /* GwCfg::NT */
+/* the tiles' N_out columns, Cfg::NT and GwCfg::NT (checked against them below, where the
+ * device headers are compiled) */
+constexpr int tile_cols(int D) { return 512 / D; }
+constexpr int gw_cols(int D) { return D == 4 ? 48 : 24; }
 inline size_t up256(size_t n) { return (n + 255) & ~(size_t)255; }
 
 /* An environment switch read once: "1" or "0" sets it, anything else leaves the default. */
@@ -66,13 +66,8 @@ bool eligible(const fc_args *a, int mode, int operand_bytes)
         return false;
     if (a->B <= 0 || a->N_in <= 0 || a->N_out <= 0 || a->B > INT_MAX || a->N_in > INT_MAX || a->N_out > INT_MAX)
         return false;
-    int major = 0, minor = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a->device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, a->device) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-    }
-    return major == 9 && minor == 0;
+    const DeviceFacts &f = device_facts(a->device); /* queried once a device */
+    return f.cc_major == 9 && f.cc_minor == 0;
 }
 
 } // namespace
@@ -117,41 +112,54 @@ size_t gz_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split)
 {
     /* about four blocks a multiprocessor (one is resident at a time), at most 8 partials */
-    int sms = 132;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a->device) != cudaSuccess) {
-        cudaGetLastError();
-        sms = 132;
-    }
-    const int64_t ks = kSteps(mode), kb = cdiv(a->B, ks), tiles = cdiv(a->N_out, gw_cols(a)) * cdiv(a->N_in, kRows);
-    const int64_t S = std::max<int64_t>(1, std::min<int64_t>({8, kb, cdiv(4 * (int64_t)sms, tiles)}));
+    const int64_t ks = kSteps(mode), kb = cdiv(a->B, ks),
+                  tiles = cdiv(a->N_out, gw_cols(a->alg->D)) * cdiv(a->N_in, kRows);
+    const int64_t S = std::max<int64_t>(1, std::min<int64_t>({8, kb, cdiv(4 * (int64_t)sm_count(a->device), tiles)}));
     *rows_per_split = cdiv(kb, S) * ks;
     return (int)cdiv(a->B, *rows_per_split);
 }
 
-size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
+namespace {
+/* The weight gradient's workspace: xg^T and yg^T (D, N_in, Bp), go^T (D, N_out, Bp) in the
+ * operand type, the batch padded to whole steps (Bp), then the fp32 partials of its splits. */
+struct GwLayout {
+    int64_t Bp, rows_per_split;
+    int splits;
+    size_t xgt, ygt, got, part, total; /* byte offsets, 256-aligned for the copy engine */
+};
+GwLayout gw_layout(const fc_args *a, int mode, int operand_bytes)
 {
-    int64_t rps;
-    const int S = gw_splits(a, mode, &rps);
-    const size_t D = (size_t)a->alg->D, Bp = (size_t)(cdiv(a->B, kSteps(mode)) * kSteps(mode));
-    return 2 * up256(D * (size_t)a->N_in * Bp * operand_bytes) + up256(D * (size_t)a->N_out * Bp * operand_bytes) +
-           (size_t)S * (size_t)a->alg->P * (size_t)a->N_in * (size_t)a->N_out * sizeof(float);
+    GwLayout L;
+    L.splits = gw_splits(a, mode, &L.rows_per_split);
+    L.Bp = cdiv(a->B, kSteps(mode)) * kSteps(mode);
+    const size_t D = (size_t)a->alg->D, Bp = (size_t)L.Bp;
+    L.xgt = 0;
+    L.ygt = up256(D * (size_t)a->N_in * Bp * operand_bytes);
+    L.got = 2 * L.ygt;
+    L.part = L.got + up256(D * (size_t)a->N_out * Bp * operand_bytes);
+    L.total = L.part + (size_t)L.splits * (size_t)a->alg->P * (size_t)a->N_in * (size_t)a->N_out * sizeof(float);
+    return L;
 }
 
-namespace {
 /* W^T's bytes, rounded up to 256 so that g after it stays aligned for the copy engine */
 size_t wt_bytes(const fc_args *a, int mode, int operand_bytes)
 {
     const int64_t nip = cdiv(a->N_in, kSteps(mode)) * kSteps(mode);
-    return ((size_t)a->alg->P * (size_t)a->N_out * (size_t)nip * (size_t)operand_bytes + 255) & ~(size_t)255;
+    return up256((size_t)a->alg->P * (size_t)a->N_out * (size_t)nip * (size_t)operand_bytes);
 }
 } // namespace
+
+size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
+{
+    return gw_layout(a, mode, operand_bytes).total;
+}
 
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 {
     return wt_bytes(a, mode, operand_bytes) + (a->gate ? (size_t)a->B * (size_t)a->N_in * (size_t)operand_bytes : 0);
 }
 
-int64_t colblocks(const fc_args *a) { return cdiv(a->N_out, tile_cols(a)); }
+int64_t colblocks(const fc_args *a) { return cdiv(a->N_out, tile_cols(a->alg->D)); }
 
 bool aligned(const void *x, const void *y, const void *o)
 {
@@ -214,22 +222,6 @@ __global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w,
 
 namespace {
 
-PFN_cuTensorMapEncodeTiled_v12000 encoder()
-{
-    static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-        void *p = nullptr;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) !=
-                cudaSuccess ||
-            q != cudaDriverEntryPointSuccess) {
-            cudaGetLastError();
-            p = nullptr;
-        }
-        return (PFN_cuTensorMapEncodeTiled_v12000)p;
-    }();
-    return fn;
-}
-
 /* The copy engine's element type of the operand mode. */
 constexpr CUtensorMapDataType map_type(int mode)
 {
@@ -240,16 +232,11 @@ constexpr CUtensorMapDataType map_type(int mode)
 fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1,
                    uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle)
 {
-    const PFN_cuTensorMapEncodeTiled_v12000 encode = encoder();
-    if (!encode) {
+    const CUresult r = tma::encode_3d(m, base, ty, es, d0, d1, d2, b0, b1, b2, swizzle);
+    if (r == CUDA_ERROR_NOT_FOUND && !tma::tensor_map_encoder()) {
         fc_set_error("fcgp: the driver has no cuTensorMapEncodeTiled");
         return FC_ERR_CUDA;
     }
-    const cuuint64_t dims[3] = {d0, d1, d2}, strides[2] = {d0 * es, d0 * d1 * es};
-    const cuuint32_t box[3] = {b0, b1, b2}, elem[3] = {1, 1, 1};
-    const CUresult r = encode(m, ty, 3, const_cast<void *>(base), dims, strides, box, elem,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
         fc_set_error("fcgp: cuTensorMapEncodeTiled failed (%d) for dims (%llu, %llu, %llu)", (int)r,
                      (unsigned long long)d0, (unsigned long long)d1, (unsigned long long)d2);
@@ -257,6 +244,11 @@ fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, siz
     }
     return FC_OK;
 }
+
+static_assert(tile_cols(4) == Cfg<0, kTF32>::NT && tile_cols(8) == Cfg<1, kTF32>::NT &&
+                  gw_cols(4) == GwCfg<0, kTF32>::NT && gw_cols(8) == GwCfg<1, kTF32>::NT &&
+                  kSteps(kTF32) == Cfg<1, kTF32>::KS && kSteps(kBF16) == Cfg<1, kBF16>::KS,
+              "the host-side tile constants match the kernels' configurations");
 
 /* f(id, mode) for the call's algebra and operand mode as compile-time constants: the D <= 8
  * algebras (the planning functions checked D), tf32 or bf16 products. */
@@ -348,13 +340,11 @@ fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, voi
 {
     using C = GwCfg<ID, MODE>;
     using E = Elem<MODE>;
-    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Bp = cdiv(B, C::KS) * C::KS;
-    int64_t rps;
-    const int S = gw_splits(a, MODE, &rps);
+    const GwLayout L = gw_layout(a, MODE, sizeof(E));
+    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Bp = L.Bp;
     char *p = (char *)ws;
-    E *xgt = (E *)p, *ygt = (E *)(p += up256((size_t)C::D * Ni * Bp * sizeof(E)));
-    E *got = (E *)(p += up256((size_t)C::D * Ni * Bp * sizeof(E)));
-    float *part = (float *)(p + up256((size_t)C::D * No * Bp * sizeof(E)));
+    E *xgt = (E *)(p + L.xgt), *ygt = (E *)(p + L.ygt), *got = (E *)(p + L.got);
+    float *part = (float *)(p + L.part);
     /* xg^T, yg^T (D, N_in, Bp); go^T (D, N_out, Bp) with the batch permuted inside each step as
      * load_frags reads xg^T, tf32-rounded: prep_wt's transpose of W, on go (components for paths) */
     gelu_transpose<E><<<dim3((unsigned)cdiv(Ni, 32), (unsigned)cdiv(Bp, 32), 2), 256, 0, st>>>(
@@ -373,17 +363,13 @@ fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, voi
         return s;
     auto kern = gw_tma_kernel<ID, MODE>;
     FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-    kern<<<dim3((unsigned)cdiv(No, C::NT), (unsigned)cdiv(Ni, C::BM), (unsigned)S), C::THREADS, C::SMEM, st>>>(
-        xm, ym, gm, part, (int)B, (int)Ni, (int)No, (int)rps);
+    kern<<<dim3((unsigned)cdiv(No, C::NT), (unsigned)cdiv(Ni, C::BM), (unsigned)L.splits), C::THREADS, C::SMEM, st>>>(
+        xm, ym, gm, part, (int)B, (int)Ni, (int)No, (int)L.rows_per_split);
     FC_LAUNCH_CHECK(st);
     *partial = part;
-    *splits = S;
+    *splits = L.splits;
     return FC_OK;
 }
-
-} // namespace
-
-namespace {
 
 template <int ID, int MODE, class Tio>
 fc_status gz(const fc_args *a, const void *go, const void *w, const void *xg, const void *yg, const void *x,

@@ -155,9 +155,8 @@ template <class E>
 __global__ void __launch_bounds__(256) gate_product(const E *__restrict__ x0, const E *__restrict__ y0,
                                                     E *__restrict__ g, int64_t n)
 {
-    const auto phi = [](float u) { return 0.5f * (1.f + erff(u * 0.70710678118654752f)); };
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        g[i] = store<E>(phi(load<E>(x0[i])) * phi(load<E>(y0[i])));
+        g[i] = store<E>(gelu_gate(load<E>(x0[i])) * gelu_gate(load<E>(y0[i])));
 }
 
 /* x's fragments times this thread's g fragments (g[h]: the same positions as v[c][h]); bf16 as
@@ -317,6 +316,18 @@ __global__ void norm_finalize(float *out, float *norms, const float *partial, in
 }
 
 /* ------------------------------------------------------------------ 2b. TMA and clusters */
+/* A TMA stage: x, y, every path's W^T tile, and (GATE) the gate product's tile (64 rows x 32
+ * bytes, after W^T so every tile keeps the alignment its layout needs); the kernel's dynamic
+ * shared memory: the stages, 1024 bytes to align them, and the full / empty mbarriers. */
+template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_stage_bytes()
+{
+    return Cfg<ID, MODE, 0>::STAGE + (GATE ? Cfg<ID, MODE, 0>::BM * 32 : 0);
+}
+template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_smem_bytes()
+{
+    return Cfg<ID, MODE, 0>::STAGES * tma_stage_bytes<ID, MODE, GATE>() + 1024 + 2 * Cfg<ID, MODE, 0>::STAGES * 8;
+}
+
 /* The same forward with the tiles brought by the copy engine (tma.cuh): x and y one 3-D box
  * each (KS columns, 64 rows, D components: the [component][row][32 bytes] tiles of the ring),
  * W^T two boxes of (KS, NT, P / 2): a step's 32 bytes of K a row, in the copy engine's 32-byte
@@ -334,18 +345,6 @@ __global__ void norm_finalize(float *out, float *norms, const float *partial, in
  * land in it: 0, the CTA-scope remote arrive of CUTLASS's cluster pipelines (default);
  * 1 (-DFC_FCGP_CLUSTER_RELEASE_FENCE=1), the cluster-scope release, a fence each (as the lab
  * measured it in session 9 up to 39be350) */
-/* A TMA stage: x, y, every path's W^T tile, and (GATE) the gate product's tile (64 rows x 32
- * bytes, after W^T so every tile keeps the alignment its layout needs); the kernel's dynamic
- * shared memory: the stages, 1024 bytes to align them, and the full / empty mbarriers. */
-template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_stage_bytes()
-{
-    return Cfg<ID, MODE, 0>::STAGE + (GATE ? Cfg<ID, MODE, 0>::BM * 32 : 0);
-}
-template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_smem_bytes()
-{
-    return Cfg<ID, MODE, 0>::STAGES * tma_stage_bytes<ID, MODE, GATE>() + 1024 + 2 * Cfg<ID, MODE, 0>::STAGES * 8;
-}
-
 #ifndef FC_FCGP_CLUSTER_RELEASE_FENCE
 #define FC_FCGP_CLUSTER_RELEASE_FENCE 0
 #endif

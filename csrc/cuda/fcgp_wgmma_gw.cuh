@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(256) gelu_transpose(const E *__restrict__ x, c
     for (int r = 0; r < 4; ++r) { /* the gate at this thread's positions, from component 0 */
         const int64_t b = b0 + ty + 8 * r, n = n0 + tx;
         const float u = b < B && n < Ni ? load<E>(src[b * Ni + n]) : 0.f;
-        ph[r] = gate ? 0.5f * (1.f + erff(u * 0.70710678118654752f)) : 1.f;
+        ph[r] = gate ? gelu_gate(u) : 1.f;
     }
     for (int c = 0; c < D; ++c) {
         const E *s = src + (int64_t)c * B * Ni;

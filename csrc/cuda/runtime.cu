@@ -15,7 +15,7 @@ const DeviceFacts &device_facts(int device)
 {
     static DeviceFacts facts[64];
     static std::once_flag once[64];
-    static const DeviceFacts fallback{1, 48 * 1024, 64 * 1024, 65536, 1024};
+    static const DeviceFacts fallback{1, 48 * 1024, 64 * 1024, 65536, 1024, 0, 0};
     if (device < 0 || device >= 64)
         return fallback;
     std::call_once(once[device], [device] {
@@ -27,7 +27,9 @@ const DeviceFacts &device_facts(int device)
                     {cudaDevAttrMaxSharedMemoryPerBlockOptin, &f.smem_per_block},
                     {cudaDevAttrMaxSharedMemoryPerMultiprocessor, &f.smem_per_sm},
                     {cudaDevAttrMaxRegistersPerMultiprocessor, &f.regs_per_sm},
-                    {cudaDevAttrMaxThreadsPerMultiProcessor, &f.threads_per_sm}};
+                    {cudaDevAttrMaxThreadsPerMultiProcessor, &f.threads_per_sm},
+                    {cudaDevAttrComputeCapabilityMajor, &f.cc_major},
+                    {cudaDevAttrComputeCapabilityMinor, &f.cc_minor}};
         for (const auto &w : want) {
             int v = 0;
             if (cudaDeviceGetAttribute(&v, w.attr, device) == cudaSuccess && v > 0)
