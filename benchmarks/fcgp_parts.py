@@ -8,11 +8,13 @@ and the backward, on the Hopper kernels' current switches (_C._fcgp_sm90, _C._fc
 run it with FLASHCLIFFORD_FCGP_SM90=0 / FLASHCLIFFORD_FCGP_SM90_BWD=0 to compare) through the
 raw ops with workspaces and outputs given. Timed the harness's way (L2 flushed by a read, the
 stream held, CUDA events, median). Needs a GPU. (The raw backward computes all three gradients,
-allocating any not given, so it cannot time one gradient alone: a profiler's kernel times can.)
+allocating any not given, so it cannot time one gradient alone: --kernels adds torch.profiler's
+per-kernel times of the forward and the backward, which can.)
 """
 
 import argparse
 import math
+import re
 import sys
 
 import torch
@@ -62,6 +64,28 @@ def cases(n, dtype, B, N):
     ]
 
 
+def kernel_times(name, fn, reps=5):
+    """Each kernel's mean device time over `reps` calls of fn, from torch.profiler (no L2 flush:
+    the kernels of one call run back to back, as in training)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    total = 0.0
+    for ev in sorted(prof.key_averages(), key=lambda e: -e.device_time_total):
+        if ev.device_time_total <= 0:
+            continue
+        us = ev.device_time_total / reps
+        total += us
+        short = re.sub(r"<.*", "", ev.key).split("::")[-1][:40]
+        print(f"    {name:8s} {short:40s} x{ev.count // reps:<2d} {us:9.1f} us")
+    print(f"    {name:8s} {'(sum of kernels)':40s}     {total:9.1f} us")
+
+
 def pairs(alg):
     """T': the distinct (output component, path) pairs of the kernel algebra's terms."""
     return len({(t[1], t[4]) for t in fc._C.algebra_table(alg)["terms"]})
@@ -71,6 +95,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", nargs="*", default=CELLS)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--kernels", action="store_true", help="also each kernel's time (torch.profiler)")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = True
     flush = Flusher(torch, "cuda")
@@ -82,6 +107,8 @@ def main(argv):
         for name, fn in cases(alg, dtype, B, N):
             t = measure(fn, torch=torch, cuda=True, warmup=3, reps=args.reps, max_seconds=0.5, flush=flush)
             print(f"Cl({alg},0) {dtype:8s} {B}x{N} {name:14s} {t.p50 * 1e6:9.1f} us", flush=True)
+            if args.kernels and name != "torch.bmm":
+                kernel_times(name, fn)
 
 
 if __name__ == "__main__":
