@@ -22,7 +22,8 @@ enum { OP_SGP = 0, OP_FCGP = 1 };
 
 /* The arrays of one call. Inputs: x, y, weight (+ grad_out); outputs: out (forward) or
  * grad_x, grad_y, grad_weight (backward); norms is an output of forward and an input of
- * backward; workspace is CUDA scratch. */
+ * backward, as is out for the FCGP backward (the forward's output, read with the norms so that
+ * the CUDA backward needs no recomputed product); workspace is CUDA scratch. */
 enum { A_X, A_Y, A_W, A_GOUT, A_OUT, A_GX, A_GY, A_GW, A_NORMS, A_WS, A_COUNT };
 static const char *const arg_names[A_COUNT] = {"x", "y", "weight", "grad_out", "out",
                                                 "grad_x", "grad_y", "grad_weight", "norms", "workspace"};
@@ -415,6 +416,8 @@ static PyObject *run(PyObject *module, op_call *c)
     if (c->normalize && (c->have[A_NORMS] || c->result[A_NORMS]))
         args.norms = c->arr[A_NORMS].data;
     if (c->backward) {
+        if (c->normalize && c->have[A_OUT] && args.norms) /* fc.h: the forward's out */
+            args.out = c->arr[A_OUT].data;
         args.grad_out = c->arr[A_GOUT].data;
         args.grad_x = c->arr[A_GX].data;
         args.grad_y = c->arr[A_GY].data;
@@ -531,7 +534,7 @@ static PyObject *backward(PyObject *module, PyObject *args, PyObject *kwargs, in
     static char *kw_sgp[] = {"grad_out", "x", "y", "weight", "algebra", "normalize", "norms", "grad_x",
                              "grad_y", "grad_weight", "workspace", "stream", "gate", NULL};
     static char *kw_fcgp[] = {"grad_out", "x", "y", "weight", "algebra", "normalize", "precision", "norms",
-                              "grad_x", "grad_y", "grad_weight", "workspace", "stream", "gate", NULL};
+                              "grad_x", "grad_y", "grad_weight", "workspace", "stream", "gate", "out", NULL};
     op_call c;
     init_call(&c, op, 1);
     PyObject *algebra = NULL, *stream = NULL;
@@ -540,10 +543,11 @@ static PyObject *backward(PyObject *module, PyObject *args, PyObject *kwargs, in
                                                &c.obj[A_GOUT], &c.obj[A_X], &c.obj[A_Y], &c.obj[A_W], &algebra,
                                                &c.normalize, &c.obj[A_NORMS], &c.obj[A_GX], &c.obj[A_GY],
                                                &c.obj[A_GW], &c.obj[A_WS], &stream, &c.gate)
-                 : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOp|i$OOOOOOp:fcgp_backward", kw_fcgp,
+                 : PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOp|i$OOOOOOpO:fcgp_backward", kw_fcgp,
                                                &c.obj[A_GOUT], &c.obj[A_X], &c.obj[A_Y], &c.obj[A_W], &algebra,
                                                &c.normalize, &c.precision, &c.obj[A_NORMS], &c.obj[A_GX],
-                                               &c.obj[A_GY], &c.obj[A_GW], &c.obj[A_WS], &stream, &c.gate);
+                                               &c.obj[A_GY], &c.obj[A_GW], &c.obj[A_WS], &stream, &c.gate,
+                                               &c.obj[A_OUT]);
     if (!ok || parse_common(&c, algebra, stream) < 0)
         return NULL;
     return run(module, &c);
@@ -580,21 +584,23 @@ static fc_args shape_args(const fc_algebra *alg, int dtype, long long B, long lo
     return a;
 }
 
-/* workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0, gate=True, device=0)
- * -> bytes the CUDA launcher needs on that device, so a framework can allocate it (graph-safe)
- * and pass workspace=. The gate-off product needs less (no gated copies of x and y); the device
- * matters where its kind picks the path (the Hopper FCGP forward needs a prepared W^T). */
+/* workspace_size(op, backward, algebra, dtype, B, N_in, N_out, precision=0, gate=True, device=0,
+ * saved_out=False) -> bytes the CUDA launcher needs on that device, so a framework can allocate
+ * it (graph-safe) and pass workspace=. The gate-off product needs less (no gated copies of x and
+ * y); the device matters where its kind picks the path (the Hopper FCGP forward needs a
+ * prepared W^T); saved_out: the FCGP backward will get the forward's out and norms (no
+ * recomputed product, less workspace). */
 PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kw[] = {"op", "backward", "algebra", "dtype", "B", "N_in", "N_out", "precision", "gate", "device",
-                         NULL};
+                         "saved_out", NULL};
     const char *opname, *dtname;
-    int bwd, precision = 0, gate = 1, device = 0;
+    int bwd, precision = 0, gate = 1, device = 0, saved_out = 0;
     PyObject *algebra;
     long long B, N_in, N_out;
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "spOsLLL|ipi:workspace_size", kw, &opname, &bwd, &algebra,
-                                     &dtname, &B, &N_in, &N_out, &precision, &gate, &device))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "spOsLLL|ipip:workspace_size", kw, &opname, &bwd, &algebra,
+                                     &dtname, &B, &N_in, &N_out, &precision, &gate, &device, &saved_out))
         return NULL;
     if (device < 0)
         return PyErr_Format(PyExc_ValueError, "device: expected a CUDA device ordinal >= 0, got %d", device);
@@ -612,6 +618,9 @@ PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwa
     a.precision = (fc_precision)precision;
     a.gate = gate;
     a.device = device;
+    static char stand_in; /* the sizes read only whether out and norms are given, never them */
+    if (saved_out)
+        a.out = a.norms = &stand_in;
     return PyLong_FromSize_t(workspace_needed(&c, &a));
 }
 

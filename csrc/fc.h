@@ -65,7 +65,9 @@ int fc_algebra_find(int n, const int *metric);
 /* Everything one op call needs. Forward reads x, y, weight and writes out (and norms when
  * normalize and norms != NULL); backward reads grad_out, x, y, weight (and norms when
  * given, else recomputes them) and writes grad_x, grad_y, grad_weight. Any grad pointer
- * may be NULL: that gradient is not computed. */
+ * may be NULL: that gradient is not computed. The CUDA FCGP backward also reads out, the
+ * forward's output, when it is given with the norms (normalize): the norm's gradient is then
+ * formed from it instead of from a recomputed product. */
 typedef struct fc_args {
     const fc_algebra *alg;
     fc_dtype dtype;          /* of x, y, weight, out and all gradients */
@@ -75,7 +77,7 @@ typedef struct fc_args {
     fc_precision precision;  /* fcgp, float32 only */
 
     const void *x, *y, *weight;
-    void *out;
+    void *out;               /* forward: written; FCGP backward: read if non-NULL (with norms) */
     void *norms;             /* forward: written if non-NULL; backward: read if non-NULL */
 
     const void *grad_out;

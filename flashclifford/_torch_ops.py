@@ -4,9 +4,10 @@ Registered with ``torch.library.Library.define`` / ``impl`` (not the ``custom_op
 whose per-call cost is as long as the kernel at these sizes), with a fake implementation
 for torch.compile, an autograd rule, and an autocast rule that runs the op in the autocast
 dtype like a matmul. Each forward op returns ``(out, norms)``: the (B, G) grade RMS is what
-backward needs instead of the output (empty when ``normalize`` is False). Every op takes
-``gate`` last (default True); False is the plain geometric product, no MVGELU, on the same
-kernels.
+the SGP backward needs instead of the output (empty when ``normalize`` is False); the FCGP
+backward also takes the output when normalized (``out``), so that on CUDA it forms the norm's
+gradient from it instead of recomputing the product. Every op takes ``gate`` (default True);
+False is the plain geometric product, no MVGELU, on the same kernels.
 
 The kernels run on the current stream of the tensors' device; outputs and CUDA workspace
 come from PyTorch's allocator, so the ops can be captured in CUDA graphs.
@@ -38,7 +39,7 @@ _lib.define(
 )
 _lib.define(
     "gelu_fcgp_norm_backward(Tensor grad_out, Tensor x, Tensor y, Tensor weight, Tensor norms, int algebra, "
-    "bool normalize, int precision, bool gate=True) -> (Tensor, Tensor, Tensor)"
+    "bool normalize, int precision, bool gate=True, Tensor? out=None) -> (Tensor, Tensor, Tensor)"
 )
 
 _GRADES = [_C.algebra_table(i)["G"] for i in range(_C.NUM_ALGEBRAS)]
@@ -65,12 +66,12 @@ def _norms_shape(x, algebra, normalize):
     return (batch if normalize else 0, _GRADES[algebra])
 
 
-def _workspace(op, backward, algebra, x, n_in, n_out, precision=0, gate=True):
+def _workspace(op, backward, algebra, x, n_in, n_out, precision=0, gate=True, saved_out=False):
     if not x.is_cuda:
         return None
     batch = math.prod(x.shape[1:-1])
     size = _C.workspace_size(op, backward, algebra, _DTYPE_NAMES.get(x.dtype, "float32"), batch, n_in, n_out,
-                             precision, gate, x.get_device())
+                             precision, gate, x.get_device(), saved_out)
     return torch.empty(size, dtype=torch.uint8, device=x.device) if size else None
 
 
@@ -133,17 +134,20 @@ def _fcgp_impl(x, y, weight, algebra, normalize, precision, gate=True, keep_norm
     return out, norms
 
 
-def _fcgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize, precision, gate=True):
-    if _upcast_cpu_half(x, y, weight, grad_out):
+def _fcgp_backward_impl(grad_out, x, y, weight, norms, algebra, normalize, precision, gate=True, out=None):
+    """out: the forward's output (normalize only; None: the CUDA backward recomputes the product)."""
+    if _upcast_cpu_half(x, y, weight, grad_out):  # the CPU backend recomputes: out is not needed
         gx, gy, gw = _fcgp_backward_impl(grad_out.float(), x.float(), y.float(), weight.float(), norms,
                                          algebra, normalize, precision, gate)
         return gx.to(x.dtype), gy.to(x.dtype), gw.to(x.dtype)
     grad_out, x, y, weight = grad_out.contiguous(), x.contiguous(), y.contiguous(), weight.contiguous()
+    out = out.contiguous() if out is not None and normalize and x.is_cuda else None
     gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(weight)
-    ws = _workspace("fcgp", True, algebra, x, x.shape[-1], grad_out.shape[-1], precision, gate)
+    n_in, n_out = x.shape[-1], grad_out.shape[-1]
+    ws = _workspace("fcgp", True, algebra, x, n_in, n_out, precision, gate, saved_out=out is not None)
     _C.fcgp_backward(grad_out, x, y, weight, algebra, normalize, precision,
                      norms=norms if normalize else None, grad_x=gx, grad_y=gy, grad_weight=gw, workspace=ws,
-                     stream=_stream(x), gate=gate)
+                     stream=_stream(x), gate=gate, out=out)
     return gx, gy, gw
 
 
@@ -176,7 +180,7 @@ def _fcgp_fake(x, y, weight, algebra, normalize, precision, gate=True):
 
 
 @torch.library.register_fake("flashclifford::gelu_fcgp_norm_backward")
-def _fcgp_backward_fake(grad_out, x, y, weight, norms, algebra, normalize, precision, gate=True):
+def _fcgp_backward_fake(grad_out, x, y, weight, norms, algebra, normalize, precision, gate=True, out=None):
     fmt = torch.contiguous_format
     return (torch.empty_like(x, memory_format=fmt), torch.empty_like(y, memory_format=fmt),
             torch.empty_like(weight, memory_format=fmt))
@@ -189,22 +193,25 @@ def _setup_context(ctx, inputs, output):
     # inputs carry every schema argument, defaults filled: sgp (..., normalize, gate),
     # fcgp (..., normalize, precision, gate)
     x, y, weight, algebra, normalize, *rest = inputs
-    ctx.save_for_backward(x, y, weight, output[1])
+    fcgp = len(rest) == 2
+    # the FCGP backward forms the norm's gradient from the output (no recomputed product)
+    saved_out = output[0] if fcgp and normalize else None
+    ctx.save_for_backward(x, y, weight, output[1], saved_out)
     ctx.algebra, ctx.normalize, ctx.gate = algebra, normalize, rest[-1]
-    ctx.precision = rest[0] if len(rest) == 2 else None
+    ctx.precision = rest[0] if fcgp else None
 
 
 def _sgp_backward(ctx, grad_out, _grad_norms):
-    x, y, weight, norms = ctx.saved_tensors
+    x, y, weight, norms, _ = ctx.saved_tensors
     gx, gy, gw = torch.ops.flashclifford.gelu_sgp_norm_backward(grad_out, x, y, weight, norms, ctx.algebra,
                                                                 ctx.normalize, ctx.gate)
     return gx, gy, gw, None, None, None
 
 
 def _fcgp_backward(ctx, grad_out, _grad_norms):
-    x, y, weight, norms = ctx.saved_tensors
+    x, y, weight, norms, out = ctx.saved_tensors
     gx, gy, gw = torch.ops.flashclifford.gelu_fcgp_norm_backward(grad_out, x, y, weight, norms, ctx.algebra,
-                                                                 ctx.normalize, ctx.precision, ctx.gate)
+                                                                 ctx.normalize, ctx.precision, ctx.gate, out)
     return gx, gy, gw, None, None, None, None
 
 
@@ -303,15 +310,15 @@ class _FCGP(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, y, weight, algebra, normalize, precision, gate):
         out, norms = _fcgp_impl(x, y, weight, algebra, normalize, precision, gate)
-        ctx.save_for_backward(x, y, weight, norms)
+        ctx.save_for_backward(x, y, weight, norms, out if normalize else None)
         ctx.algebra, ctx.normalize, ctx.precision, ctx.gate = algebra, normalize, precision, gate
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        x, y, weight, norms = ctx.saved_tensors
+        x, y, weight, norms, out = ctx.saved_tensors
         grads = _fcgp_backward_impl(grad_out, x, y, weight, norms, ctx.algebra, ctx.normalize, ctx.precision,
-                                    ctx.gate)
+                                    ctx.gate, out)
         return (*grads, None, None, None, None)
 
 

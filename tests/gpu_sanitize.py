@@ -123,7 +123,7 @@ def run_fcgp(algebras, modes, quick):
                     g = host(alg.D, B, n_out, dtype=dtype)
                     xs, ys, ws = leaves(x, y, w)
                     out = fc.gelu_fcgp_norm(xs, ys, ws, alg, normalize, precision=precision)
-                    out.backward(dev(g))  # the norms saved by the forward
+                    out.backward(dev(g))  # the norms and output saved by the forward
                     # the raw ops: forward without norms, backward recomputing them; with normalize
                     # also without the gate (the plain product: no GELU pass, x and y read as they are)
                     xd, yd, wd, gd = dev(x), dev(y), dev(w), dev(g)

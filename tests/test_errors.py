@@ -115,6 +115,24 @@ def test_norms_argument_checked():
         _C.sgp_forward(X, Y, W, 1, True, norms=np.empty((B, 4), np.float64))
 
 
+def test_fcgp_backward_out_argument_checked():
+    # the forward's output, an input of the FCGP backward (its norm's gradient on CUDA)
+    G = arr(D, B, 3)
+    args = (G, X, Y, WF, 1, True, 0)
+    with pytest.raises(ValueError, match=r"out: expected shape \(8, 4, 3\)"):
+        _C.fcgp_backward(*args, out=arr(D, B, N))
+    with pytest.raises(TypeError, match=r"out: expected dtype float32"):
+        _C.fcgp_backward(*args, out=arr(D, B, 3, dtype=np.float64))
+    with pytest.raises(ValueError, match="grad_x: must not overlap out"):
+        buf = arr(D, B, N)
+        _C.fcgp_backward(arr(D, B, N), X, Y, arr(P, N, N), 1, True, 0, out=buf, grad_x=buf)
+    # a valid out changes nothing on the CPU backend, which recomputes
+    want = _C.fcgp_backward(*args)
+    got = _C.fcgp_backward(*args, out=_C.fcgp_forward(X, Y, WF, 1, True, 0))
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_empty_batch_and_features():
     out = fc.ops.sgp_forward(arr(D, 0, N), arr(D, 0, N), W, 3)
     assert out.shape == (D, 0, N)

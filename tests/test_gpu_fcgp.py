@@ -9,6 +9,8 @@ Bounds (gpu_util.FCGP_MODES): SPEC's float64 1e-12, float32 1e-5, tf32 2e-3, bf1
 for the output and every gradient, conditioning-scaled only where the fixed bound is exceeded.
 """
 
+import math
+
 import numpy as np
 import pytest
 from conftest import ALGEBRAS, rel_err, seed_for
@@ -17,6 +19,7 @@ torch = pytest.importorskip("torch")
 
 from gpu_util import (  # noqa: E402
     FCGP_MODES,
+    assert_fcgp,
     capture_step,
     check_fcgp,
     fcgp_call,
@@ -113,6 +116,34 @@ def test_cuda_matches_cpu_backend_float32():
     cpu = [fc.ops.fcgp_forward(xn, yn, wn, alg), *fc.ops.fcgp_backward(gn, xn, yn, wn, alg)]
     for name, a, b in zip(("out", "grad_x", "grad_y", "grad_weight"), cu, cpu, strict=True):
         assert a.dtype == np.float32 and rel_err(a, b) <= 2e-5, name
+
+
+@pytest.mark.parametrize("mode", ["float32", "tf32", "fp32-bf16", "bfloat16", "float16"])
+@pytest.mark.parametrize("batch,n_in,n_out", [((69,), 64, 70), ((33,), 37, 1)])
+@pytest.mark.parametrize("alg", SUBSET)
+def test_backward_from_saved_out_and_recomputing(alg, batch, n_in, n_out, mode):
+    # The raw backward given the forward's out with the norms (what the torch op passes: the
+    # norm's gradient formed from out, no recomputed product, a smaller workspace) and without
+    # out (the product recomputed): both within the mode's bound of the float64 reference,
+    # N_out = 1 included (one feature a grade: the norm's gradient most sensitive there).
+    dtype, precision = FCGP_MODES[mode][:2]
+    prec = fc.ops.precision_code(precision)
+    x, y, w, g = make_fcgp(alg, batch, n_in, n_out, dtype, seed_for(f"saved/{alg.name}/{mode}/{n_out}") % 997)
+    s, B = stream_handle(), math.prod(batch)
+    out, norms = torch.empty_like(g), torch.empty(B, alg.G, device="cuda")
+    fc._C.fcgp_forward(x, y, w, alg.id, True, prec, out=out, norms=norms, stream=s)
+    name, dev = str(dtype).split(".")[1], x.get_device()
+    sizes = [fc._C.workspace_size("fcgp", True, alg.id, name, B, n_in, n_out, prec, True, dev, saved)
+             for saved in (True, False)]
+    assert sizes[0] < sizes[1]  # no o, no norm partials, no prepared forward weight
+    small = torch.empty(sizes[0], dtype=torch.uint8, device="cuda")
+    args = (g, x, y, w, alg.id, True, prec)
+    saved = fc._C.fcgp_backward(*args, norms=norms, out=out, workspace=small, stream=s)
+    with pytest.raises(ValueError, match="workspace"):  # recomputing needs the larger one
+        fc._C.fcgp_backward(*args, norms=norms, workspace=small, stream=s)
+    recomputed = fc._C.fcgp_backward(*args, norms=norms, stream=s)
+    for grads in (saved, recomputed):
+        assert_fcgp([None, *(torch.from_dlpack(t) for t in grads)], x, y, w, g, alg, True, mode)
 
 
 @pytest.mark.parametrize("mode", ["float32", "tf32", "fp32-bf16", "bfloat16", "float16"])

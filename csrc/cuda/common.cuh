@@ -127,6 +127,18 @@ template <class T> __device__ __forceinline__ typename Compute<T>::type gate_gra
         return gelu_gate_grad(t);
 }
 
+/* MVGELU at one position (the FCGP gz kernels' epilogues, which form xg and yg so instead of
+ * reading copies a prepass wrote): v_a = x_a Phi(x_0) in the compute type, components cs
+ * apart; without the gate v = x. */
+template <int D, class E, class C>
+__device__ __forceinline__ void gelu_at(int gate, const E *__restrict__ x, int64_t cs, C (&v)[D])
+{
+    const C ph = gate ? gelu_gate(load<E>(x[0])) : C(1);
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        v[a] = load<E>(x[a * cs]) * ph;
+}
+
 /* The MVGELU backward at one position (the FCGP gz kernels): t = dL/dxg (D values), x and g = dL/dx at component
  * stride cs. g_a = t_a Phi(x_0), plus phi(x_0) sum_b t_b x_b at a = 0; without the gate
  * (the plain product) g = t, and x is not read. */

@@ -7,15 +7,17 @@
  * sign * xg_i[b, n] * yg_k[b, n].
  *
  *   forward      o_j = sum_p z_{j,p} @ W[p]                 (fwd_kernel, + fwd_finalize)
- *   backward     go  = RMSNorm backward (o recomputed)      (fwd_kernel, norm_bwd)
+ *   backward     go  = RMSNorm backward, from the forward's   (norm_bwd; fwd_kernel when
+ *                out and norms when given, else o recomputed  out is not given)
  *                G_{j,p} = go_j @ W[p]^T, scattered into gxg_i / gyg_k by the pair's terms,
  *                then the GELU backward                     (gz_kernel)
  *                gW[p] = sum_j z_{j,p}^T @ go_j             (gw_kernel, + gw_reduce)
  *
  * On a compute-capability 9.0 GPU, for Cl(2,0) and Cl(3,0) with tf32 or bf16 products, the
- * forward GEMM (also the one backward recomputes), gz and gW are the Hopper kernels of
- * fcgp_sm90a.h (wgmma with TMA tiles) wherever their switches and sizes allow; everything
- * around them (conversions, prepass, fwd_finalize, norm_bwd, gw_reduce) stays here.
+ * forward GEMM (also the one a backward without out recomputes), gz and gW are the Hopper
+ * kernels of fcgp_sm90a.h (wgmma with TMA tiles) wherever their switches and sizes allow;
+ * everything around them (conversions, the prepass of the mma.sync gW, fwd_finalize, norm_bwd,
+ * gw_reduce) stays here.
  *
  * Design. Every GEMM kernel streams K in stages: cp.async copies the raw tiles into shared
  * memory, one pass turns them into the operand tiles (GELU of x and y, tf32 rounding,
@@ -31,8 +33,8 @@
  *    Column blocks are the fastest grid index, so co-resident blocks share x and y rows.
  *  - gz: a block owns a small BM x BN tile of (rows, N_in) and keeps G for every pair of
  *    the tile in registers (warps own CAP pairs each) over the whole K = N_out loop, then
- *    stages G in shared memory and each thread applies the terms to its positions
- *    (algebras with many pairs take several passes over K).
+ *    stages G in shared memory and each thread applies the terms to its positions, forming
+ *    xg, yg there from x, y (algebras with many pairs take several passes over K).
  *  - gW: a block owns a tile of one path's W gradient and walks the batch; z^T tiles are
  *    formed in shared memory from precomputed xg, yg; split over the batch only when the
  *    grid would be small, with fixed-order partials reduced by gw_reduce.
@@ -42,6 +44,8 @@
  * parameter (which would double every instantiation): the forward staging pass multiplies
  * by 1 instead of Phi(x_0), the backward skips the GELU prepass (xg = x) and the GELU
  * backward (d/dx = d/dxg).
+ * The backward keeps no o when the caller gives the forward's out with the norms (the torch
+ * op does): o = out r, and norm_bwd forms go from out directly.
  */
 #include <algorithm>
 #include <cstdint>
@@ -419,12 +423,15 @@ __global__ void __launch_bounds__(128) fwd_finalize(const C *o, Tout *out, C *__
     }
 }
 
-/* go_A = gout_A / r_g - dot_g sign(t_g) s_A o_A / (N_out r_g^3), one row per block; go may
- * be o. r from norms when given, else from the forward partials. */
-template <int ID, class C, class Tg, class Tio>
-__global__ void __launch_bounds__(128) norm_bwd(const C *o, const Tio *__restrict__ gout, const C *__restrict__ norms,
-                                                const C *__restrict__ partial, int nparts, Tg *go, int64_t B,
-                                                int64_t No)
+/* go_A = gout_A / r_g - dot_g sign(t_g) s_A o_A / (N_out r_g^3), dot_g = sum of gout_A o_A over
+ * the grade, one row per block; go may be o. r from norms when given, else from the forward
+ * partials. FROM_OUT: v is the forward's output out = o / r instead of o (Tv its type), and
+ * with dot'_g = sum gout_A out_A = dot_g / r_g the same go is gout_A / r_g - dot'_g sign(t_g)
+ * s_A out_A / (N_out r_g): the backward then needs no recomputed o. */
+template <int ID, class C, class Tv, class Tg, class Tio, bool FROM_OUT>
+__global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__restrict__ gout,
+                                                const C *__restrict__ norms, const C *__restrict__ partial, int nparts,
+                                                Tg *go, int64_t B, int64_t No)
 {
     using A = AlgebraTraits<ID>;
     constexpr int D = A::D, G = A::G;
@@ -453,14 +460,14 @@ __global__ void __launch_bounds__(128) norm_bwd(const C *o, const Tio *__restric
             constexpr int a = decltype(ac)::value;
             constexpr int g = A::table.grade[a];
             const int64_t i = ((int64_t)a * B + b) * No + m;
-            dot[g] += load<Tio>(gout[i]) * o[i];
+            dot[g] += load<Tio>(gout[i]) * load<Tv>(v_in[i]);
         });
     }
     group_sum_runtime<G>(dot, red, warp, lane, 4);
     C coef[G];
 #pragma unroll
     for (int g = 0; g < G; ++g)
-        coef[g] = No > 0 ? dot[g] * inv[g] * inv[g] * inv[g] / (C)No : C(0);
+        coef[g] = No > 0 ? dot[g] * inv[g] * (FROM_OUT ? C(1) : inv[g] * inv[g]) / (C)No : C(0);
     for (int64_t m = threadIdx.x; m < No; m += blockDim.x) {
         C v[D], t[G];
 #pragma unroll
@@ -468,7 +475,7 @@ __global__ void __launch_bounds__(128) norm_bwd(const C *o, const Tio *__restric
             t[g] = 0;
         static_for<D>([&](auto ac) {
             constexpr int a = decltype(ac)::value;
-            v[a] = o[((int64_t)a * B + b) * No + m];
+            v[a] = load<Tv>(v_in[((int64_t)a * B + b) * No + m]);
             constexpr int g = A::table.grade[a], s = A::table.grade_sign[a];
             if constexpr (s != 0)
                 t[g] += C(s) * v[a] * v[a];
@@ -540,13 +547,13 @@ template <int ID, class E, int MODE> struct GzCfg {
     static_assert(MODE == kFMA || NT % 2 == 0, "mma B fragments come in pairs of n8 tiles");
 };
 
-/* go: (D, B, N_out); w: (P, N_in, N_out); xr, yr: the inputs (for the GELU backward);
- * xg, yg: MVGELU of them (xr, yr themselves when gate is 0); gx, gy: (D, B, N_in) or NULL. */
+/* go: (D, B, N_out); w: (P, N_in, N_out); xr, yr: the inputs (their MVGELU, xg and yg, is
+ * formed at each output position, as is its backward); gx, gy: (D, B, N_in) or NULL. */
 template <int ID, class E, int MODE, class Tout>
 __global__ void __launch_bounds__(kThreads, 1)
     gz_kernel(const E *__restrict__ go, const E *__restrict__ w, const E *__restrict__ xr, const E *__restrict__ yr,
-              const E *__restrict__ xg, const E *__restrict__ yg, Tout *__restrict__ gx, Tout *__restrict__ gy,
-              int64_t B, int64_t Ni, int64_t No, int vec_go, int vec_w, int gate,
+              Tout *__restrict__ gx, Tout *__restrict__ gy, int64_t B, int64_t Ni, int64_t No, int vec_go, int vec_w,
+              int gate,
               const __grid_constant__ PairPlan<ID> plan)
 {
     using Cfg = GzCfg<ID, E, MODE>;
@@ -675,11 +682,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int64_t b = b0 + r, n = n0 + c;
             const bool ok = b < B && n < Ni;
             const int64_t off = b * Ni + n;
-            C xv[D], yv[D], tx[D], ty[D];
+            C xv[D] = {}, yv[D] = {}, tx[D], ty[D];
+            if (ok) { /* xg, yg: the gated inputs */
+                gelu_at(gate, xr + off, BNi, xv);
+                gelu_at(gate, yr + off, BNi, yv);
+            }
 #pragma unroll
             for (int a = 0; a < D; ++a) {
-                xv[a] = ok ? load<E>(xg[a * BNi + off]) : C(0);
-                yv[a] = ok ? load<E>(yg[a * BNi + off]) : C(0);
                 tx[a] = pass ? sT[a * POS + pos] : C(0);
                 ty[a] = pass ? sT[(D + a) * POS + pos] : C(0);
             }
@@ -997,6 +1006,10 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         return (int)S;
     }
 
+    /* The backward forms go from the forward's out (given with the norms), not from a
+     * recomputed o. */
+    static bool from_out(const fc_args *a) { return a->normalize && a->norms && a->out; }
+
     static Layout layout(const fc_args *a, bool backward)
     {
         const int64_t B = a->B, Ni = a->N_in, No = a->N_out;
@@ -1008,8 +1021,9 @@ template <int ID, class E, int MODE, class Tio> struct Op {
             L.wc = bp.take((size_t)(P * Ni * No) * sizeof(E));
         }
         const bool o_in_out = !backward && std::is_same<Tio, C>::value;
-        const bool hopper = (!backward || a->normalize) && sm90_planned(a); /* backward: o recomputed */
-        if (a->normalize) {
+        const bool recompute = backward && a->normalize && !from_out(a); /* o, as the forward made it */
+        const bool hopper = (!backward || recompute) && sm90_planned(a);
+        if (a->normalize && (!backward || recompute)) {
             if (!o_in_out)
                 L.o = bp.take((size_t)(D * B * No) * sizeof(C));
             const int64_t parts = std::max(cdiv(No, F::BN), hopper ? sm90::colblocks(a) : 0);
@@ -1018,11 +1032,13 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         if (hopper)
             L.wt = bp.take(sm90::workspace_bytes(a, MODE, sizeof(E)));
         if (backward) {
-            if ((a->normalize && !std::is_same<E, C>::value) || (!a->normalize && CONV))
+            if ((a->normalize && !(recompute && std::is_same<E, C>::value)) || (!a->normalize && CONV))
                 L.go = bp.take((size_t)(D * B * No) * sizeof(E));
             else
-                L.go = L.o; /* in place over o, or unused (go = grad_out) */
-            if (a->gate) { /* without the gate, xg and yg are the inputs themselves */
+                L.go = L.o; /* in place over the recomputed o, or unused (go = grad_out) */
+            /* xg, yg: the mma.sync gW's operands (the gz kernels and the Hopper gW form them
+             * from x, y; without the gate they are x, y themselves) */
+            if (a->gate && !sm90_gw_planned(a)) {
                 L.xg = bp.take((size_t)(D * B * Ni) * sizeof(E));
                 L.yg = bp.take((size_t)(D * B * Ni) * sizeof(E));
             }
@@ -1168,7 +1184,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
             x = xc, y = yc, w = wc;
         }
         const E *xg = x, *yg = y;
-        if (a->gate) {
+        if (a->gate && need_w && !sm90_gw_planned(a)) {
             E *xgw = (E *)(ws + L.xg), *ygw = (E *)(ws + L.yg);
             gelu_prepass<ID, E><<<grid_for(2 * B * Ni, 256), 256, 0, st>>>(x, y, xgw, ygw, B * Ni);
             FC_LAUNCH_CHECK(st);
@@ -1176,7 +1192,13 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         }
 
         const E *go;
-        if (a->normalize) {
+        if (from_out(a)) {
+            E *gob = (E *)(ws + L.go);
+            norm_bwd<ID, C, Tio, E, Tio, true><<<(unsigned)B, 128, 0, st>>>(
+                (const Tio *)a->out, (const Tio *)a->grad_out, (const C *)a->norms, nullptr, 0, gob, B, No);
+            FC_LAUNCH_CHECK(st);
+            go = gob;
+        } else if (a->normalize) {
             C *o = (C *)(ws + L.o), *part = a->norms ? nullptr : (C *)(ws + L.part);
             E *gob = (E *)(ws + L.go);
             /* o recomputed exactly as the forward computed it (raw inputs, the same kernel and
@@ -1186,8 +1208,9 @@ template <int ID, class E, int MODE, class Tio> struct Op {
             int64_t parts = 0;
             if ((s = o_gemm(x, y, w, o, part, ws, L, a, st, &parts)) != FC_OK)
                 return s;
-            norm_bwd<ID, C, E, Tio><<<(unsigned)B, 128, 0, st>>>(o, (const Tio *)a->grad_out, (const C *)a->norms,
-                                                                  part, (int)parts, gob, B, No);
+            norm_bwd<ID, C, C, E, Tio, false><<<(unsigned)B, 128, 0, st>>>(o, (const Tio *)a->grad_out,
+                                                                            (const C *)a->norms, part, (int)parts,
+                                                                            gob, B, No);
             FC_LAUNCH_CHECK(st);
             go = gob;
         } else if (CONV) {
@@ -1202,7 +1225,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
 
         if ((need_x || need_y) && sm90_gz_planned(a) && aligned16(go)) {
             if constexpr (SM90_TYPES)
-                if ((s = sm90::input_grad(a, MODE, go, w, xg, yg, x, y, a->grad_x, a->grad_y, ws + L.gz90, st)) != FC_OK)
+                if ((s = sm90::input_grad(a, MODE, go, w, x, y, a->grad_x, a->grad_y, ws + L.gz90, st)) != FC_OK)
                     return s;
         } else if (need_x || need_y) {
             auto kern = gz_kernel<ID, E, MODE, Tio>;
@@ -1210,8 +1233,8 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 return s;
             const dim3 grid((unsigned)(cdiv(B, Z::BM) * cdiv(Ni, Z::BN)));
             const int vw = aligned16(w) && (No * (int64_t)sizeof(E)) % 16 == 0;
-            kern<<<grid, kThreads, Z::SMEM, st>>>(go, w, x, y, xg, yg, (Tio *)a->grad_x, (Tio *)a->grad_y, B, Ni, No,
-                                                  vgo, vw, a->gate, Plans<ID>::pair);
+            kern<<<grid, kThreads, Z::SMEM, st>>>(go, w, x, y, (Tio *)a->grad_x, (Tio *)a->grad_y, B, Ni, No, vgo,
+                                                  vw, a->gate, Plans<ID>::pair);
             FC_LAUNCH_CHECK(st);
         }
         if (need_w && sm90_gw_planned(a)) {

@@ -372,8 +372,8 @@ fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, voi
 }
 
 template <int ID, int MODE, class Tio>
-fc_status gz(const fc_args *a, const void *go, const void *w, const void *xg, const void *yg, const void *x,
-             const void *y, void *grad_x, void *grad_y, void *ws, cudaStream_t st)
+fc_status gz(const fc_args *a, const void *go, const void *w, const void *x, const void *y, void *grad_x,
+             void *grad_y, void *ws, cudaStream_t st)
 {
     using C = GzCfg<ID, MODE>;
     using E = Elem<MODE>;
@@ -391,24 +391,23 @@ fc_status gz(const fc_args *a, const void *go, const void *w, const void *xg, co
     auto kern = gz_tma_kernel<ID, MODE, Tio>;
     FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
     kern<<<dim3((unsigned)cdiv(Ni, C::BN), (unsigned)cdiv(B, C::BM)), C::THREADS, C::SMEM, st>>>(
-        om, wm, (const E *)xg, (const E *)yg, (const E *)x, (const E *)y, (Tio *)grad_x, (Tio *)grad_y, (int)B, (int)Ni,
-        (int)No, a->gate);
+        om, wm, (const E *)x, (const E *)y, (Tio *)grad_x, (Tio *)grad_y, (int)B, (int)Ni, (int)No, a->gate);
     FC_LAUNCH_CHECK(st);
     return FC_OK;
 }
 
 } // namespace
 
-fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, const void *xg, const void *yg,
-                     const void *x, const void *y, void *grad_x, void *grad_y, void *ws, cudaStream_t stream)
+fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, const void *x, const void *y,
+                     void *grad_x, void *grad_y, void *ws, cudaStream_t stream)
 {
     /* the data type: fp32 (tf32 products always), or bf16 for bf16 data */
     return dispatch(a, mode, "input gradient", [&](auto id, auto md) -> fc_status {
         constexpr int ID = decltype(id)::value, MODE = decltype(md)::value;
         if constexpr (MODE == kBF16)
             if (a->dtype == FC_BF16)
-                return gz<ID, MODE, __nv_bfloat16>(a, go, w, xg, yg, x, y, grad_x, grad_y, ws, stream);
-        return gz<ID, MODE, float>(a, go, w, xg, yg, x, y, grad_x, grad_y, ws, stream);
+                return gz<ID, MODE, __nv_bfloat16>(a, go, w, x, y, grad_x, grad_y, ws, stream);
+        return gz<ID, MODE, float>(a, go, w, x, y, grad_x, grad_y, ws, stream);
     });
 }
 
@@ -429,8 +428,8 @@ fc_status forward_gemm(const fc_args *, int, const void *, const void *, const v
     return FC_ERR_VALUE;
 }
 
-fc_status input_grad(const fc_args *, int, const void *, const void *, const void *, const void *, const void *,
-                     const void *, void *, void *, void *, cudaStream_t)
+fc_status input_grad(const fc_args *, int, const void *, const void *, const void *, const void *, void *, void *,
+                     void *, cudaStream_t)
 {
     fc_set_error("fcgp: this build has no sm_90a code (build with 9.0 among FLASHCLIFFORD_CUDA_ARCHS)");
     return FC_ERR_VALUE;

@@ -54,12 +54,12 @@ bool gw_planned(const fc_args *a, int mode, int operand_bytes);
 /* The input gradients on the same machinery (fcgp_wgmma_gz.cuh): whether they run for this call
  * (the backward switch, and rows of go a multiple of 16 bytes; go's alignment is the caller's
  * to check), their workspace (W with N_out permuted, in the operand type), and the launch: go
- * (D, B, N_out), w (P, N_in, N_out), xg, yg the gated inputs (the inputs without the gate), x, y
- * the inputs, all in the operand type; grad_x, grad_y in the data type (a->dtype), either NULL. */
+ * (D, B, N_out), w (P, N_in, N_out), x, y the inputs (a->gate: MVGELU), all in the operand
+ * type; grad_x, grad_y in the data type (a->dtype), either NULL. */
 bool gz_planned(const fc_args *a, int mode, int operand_bytes);
 size_t gz_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
-fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, const void *xg, const void *yg,
-                     const void *x, const void *y, void *grad_x, void *grad_y, void *ws, cudaStream_t stream);
+fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, const void *x, const void *y,
+                     void *grad_x, void *grad_y, void *ws, cudaStream_t stream);
 int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split);
 size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
 fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws,

@@ -12,7 +12,8 @@
  * + 22 for Cl(3,0), 7 + 7 for Cl(2,0)), every pair's accumulators at the same positions: QW x
  * BN / 2 fp32 a thread (BN 16 at D = 8: 176; 32 at D = 4: 112). After the K loop the
  * accumulators go to shared memory as G[pair][position] (over the ring, whose copies have all
- * landed and been read) and each thread finishes a few positions as fcgp.cu's gz_kernel does.
+ * landed and been read) and each thread finishes a few positions as fcgp.cu's gz_kernel does,
+ * forming xg, yg from x, y there (no gated copies in memory).
  */
 #pragma once
 
@@ -65,15 +66,14 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE>::QW][GzCfg<
     wg::wait<0>();
 }
 
-/* gomap over go (N_out, B, D); wmap over the prepared W (Nop, N_in, P), 32-byte swizzle. xg, yg
- * (D, B, N_in): the gated inputs (the inputs without the gate); x, y the inputs, for
- * gate_backward; gx, gy: NULL when not wanted. */
+/* gomap over go (N_out, B, D); wmap over the prepared W (Nop, N_in, P), 32-byte swizzle. x, y
+ * (D, B, N_in): the inputs, whose MVGELU (xg, yg) and its backward the epilogue forms at each
+ * position; gx, gy: NULL when not wanted. */
 template <int ID, int MODE, class Tio>
 __global__ void __launch_bounds__(256, 1)
     gz_tma_kernel(const __grid_constant__ CUtensorMap gomap, const __grid_constant__ CUtensorMap wmap,
-                  const Elem<MODE> *__restrict__ xg, const Elem<MODE> *__restrict__ yg, const Elem<MODE> *__restrict__ x,
-                  const Elem<MODE> *__restrict__ y, Tio *__restrict__ gx, Tio *__restrict__ gy, int B, int Ni, int No,
-                  int gate)
+                  const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y, Tio *__restrict__ gx,
+                  Tio *__restrict__ gy, int B, int Ni, int No, int gate)
 {
     using C = GzCfg<ID, MODE>;
     using E = Elem<MODE>;
@@ -126,13 +126,9 @@ __global__ void __launch_bounds__(256, 1)
         if (b >= B || n >= Ni)
             continue;
         const int64_t off = b * Ni + n;
-        float xv[D], yv[D], tx[D], ty[D];
-#pragma unroll
-        for (int c = 0; c < D; ++c) {
-            xv[c] = load<E>(xg[c * BNi + off]);
-            yv[c] = load<E>(yg[c * BNi + off]);
-            tx[c] = ty[c] = 0.f;
-        }
+        float xv[D], yv[D], tx[D] = {}, ty[D] = {};
+        gelu_at(gate, x + off, BNi, xv); /* xg, yg */
+        gelu_at(gate, y + off, BNi, yv);
         static_for<A::T>([&](auto tc) {
             constexpr fc_term e = A::table.term[decltype(tc)::value];
             const float gv = sG[Plans<ID>::pair.term_pair[decltype(tc)::value] * C::POS + pos];
