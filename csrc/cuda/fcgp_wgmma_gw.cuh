@@ -51,26 +51,43 @@ template <int ID> __host__ __device__ constexpr int path_pair(int p, int u)
     return -1;
 }
 
+/* The most pairs of any path of warpgroup WG. */
+template <int ID, int WG, int PH> __host__ __device__ constexpr int max_path_pairs()
+{
+    int m = 0;
+    for (int p = WG * PH; p < (WG + 1) * PH; ++p)
+        m = path_pairs<ID>(p) > m ? path_pairs<ID>(p) : m;
+    return m;
+}
+
 /* One warpgroup's step: path by path, the A fragments of the path's pairs, then their wgmmas
- * on the go_j^T tiles, waited for before the next path forms its fragments. */
+ * on the go_j^T tiles. A path has only ~2 pairs of narrow (N = NT) wgmmas, too little work to
+ * wait on alone: the fragments alternate between two register sets, so a path forms its
+ * fragments while the previous path's wgmmas run, and waits (wait<1>) only for that one. */
 template <int ID, int MODE, int WG>
 __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE>::PH][GwCfg<ID, MODE>::NT / 2],
                                         const Frags<AlgebraTraits<ID>::D> &f, uint32_t go_smem)
 {
     using C = GwCfg<ID, MODE>;
+    constexpr int NQ = max_path_pairs<ID, WG, C::PH>();
+    uint32_t a[2][NQ][4];
     static_for<C::PH>([&](auto pl) {
-        constexpr int p = WG * C::PH + decltype(pl)::value, nq = path_pairs<ID>(p);
-        uint32_t a[nq][4];
-        static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value)>(a[decltype(u)::value], f); });
+        constexpr int L = decltype(pl)::value, p = WG * C::PH + L, nq = path_pairs<ID>(p), b = L % 2;
+        static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value)>(a[b][decltype(u)::value], f); });
         wg::fence();
         static_for<nq>([&](auto u) {
             constexpr int j = Plans<ID>::pair.pj[path_pair<ID>(p, decltype(u)::value)];
-            wg::MmaRS<MODE, C::NT>::run(acc[decltype(pl)::value], a[decltype(u)::value],
+            wg::MmaRS<MODE, C::NT>::run(acc[L], a[b][decltype(u)::value],
                                         wg::desc_kmajor_sw32(go_smem + j * C::NT * 32, 256), 1);
         });
         wg::commit();
-        wg::wait<0>();
+        if constexpr (L > 0) {
+            wg::wait<1>();                  /* path L - 1 is done ... */
+            wg::fence_operands(a[1 - b]);   /* ... and only now may its registers be reused */
+        }
     });
+    wg::wait<0>();
+    wg::fence_operands(a[(C::PH - 1) % 2]);
 }
 
 /* xg^T (D, N_in, Bp) from x (D, B, N_in), MVGELU applied when gate (SPEC: xg_i = x_i Phi(x_0)),

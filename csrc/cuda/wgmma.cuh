@@ -91,6 +91,15 @@ template <int N> __device__ __forceinline__ void fence_operands(float (&d)[N])
         asm volatile("" : "+f"(d[i])::"memory");
 }
 
+/* Keeps a register A operand live (its registers not reused) up to this point: after the
+ * wait that retires the wgmmas reading it. */
+template <int N> __device__ __forceinline__ void fence_operands(uint32_t (&r)[N][4])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+r"(r[i][0]), "+r"(r[i][1]), "+r"(r[i][2]), "+r"(r[i][3])::"memory");
+}
+
 /* The operand strings of one wgmma: D registers, A registers and the B descriptor, the
  * scale-d flag; and D's constraints. */
 #define FC_WG_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
