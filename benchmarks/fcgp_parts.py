@@ -6,7 +6,8 @@ For each cell (default: issue 4's, Cl(2,0) and Cl(3,0), float32 with tf32 produc
 bfloat16, B 4096, N 512, normalize): torch.bmm of the T' products (the yardstick), the forward
 and the backward, on the Hopper kernels' current switches (_C._fcgp_sm90, _C._fcgp_sm90_bwd;
 run it with FLASHCLIFFORD_FCGP_SM90=0 / FLASHCLIFFORD_FCGP_SM90_BWD=0 to compare) through the
-raw ops with workspaces and outputs given. Timed the harness's way (L2 flushed by a read, the
+raw ops with workspaces and outputs given (the backward also the forward's out and norms, as the
+torch op gives them). Timed the harness's way (L2 flushed by a read, the
 stream held, CUDA events, median). Needs a GPU. (The raw backward computes all three gradients,
 allocating any not given, so it cannot time one gradient alone: --kernels adds torch.profiler's
 per-kernel times of the forward and the backward, which can.)
@@ -41,7 +42,8 @@ def cases(n, dtype, B, N):
     out, norms = torch.empty_like(go), torch.empty(B, a.G, device="cuda")
     gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(w)
     dev = torch.cuda.current_device()
-    ws_f, ws_b = (torch.empty(fc._C.workspace_size("fcgp", b, alg, dtype, B, N, N, prec, True, dev),
+    # the backward as the torch op runs it: given the forward's out and norms (no recomputed product)
+    ws_f, ws_b = (torch.empty(fc._C.workspace_size("fcgp", b, alg, dtype, B, N, N, prec, True, dev, b),
                               dtype=torch.uint8, device="cuda") for b in (False, True))
     s = torch.cuda.current_stream().cuda_stream
 
@@ -50,7 +52,7 @@ def cases(n, dtype, B, N):
 
     def bwd():
         fc._C.fcgp_backward(go, x, y, w, alg, True, prec, norms=norms, grad_x=gx, grad_y=gy, grad_weight=gw,
-                            workspace=ws_b, stream=s)
+                            workspace=ws_b, stream=s, out=out)
 
     # the yardstick: T' products (B x N) @ (N x N) in the same precision
     A = torch.randn(pairs(alg), B, N, device="cuda").to(dt)
