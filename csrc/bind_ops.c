@@ -416,7 +416,7 @@ static PyObject *run(PyObject *module, op_call *c)
     if (c->normalize && (c->have[A_NORMS] || c->result[A_NORMS]))
         args.norms = c->arr[A_NORMS].data;
     if (c->backward) {
-        if (c->normalize && c->have[A_OUT] && args.norms) /* fc.h: the forward's out */
+        if (c->have[A_OUT]) /* fc.h: the forward's out, which the backend reads only with the norms */
             args.out = c->arr[A_OUT].data;
         args.grad_out = c->arr[A_GOUT].data;
         args.grad_x = c->arr[A_GX].data;

@@ -1022,8 +1022,9 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         }
         const bool o_in_out = !backward && std::is_same<Tio, C>::value;
         const bool recompute = backward && a->normalize && !from_out(a); /* o, as the forward made it */
-        const bool hopper = (!backward || recompute) && sm90_planned(a);
-        if (a->normalize && (!backward || recompute)) {
+        const bool gemm = !backward || recompute;                          /* the call runs the product */
+        const bool hopper = gemm && sm90_planned(a);
+        if (a->normalize && gemm) {
             if (!o_in_out)
                 L.o = bp.take((size_t)(D * B * No) * sizeof(C));
             const int64_t parts = std::max(cdiv(No, F::BN), hopper ? sm90::colblocks(a) : 0);
