@@ -1,6 +1,6 @@
 """What the parts of the CUDA FCGP cost, beside torch.bmm of the same products.
 
-    python benchmarks/fcgp_parts.py [--cells ALG,DTYPE,B,N ...] [--reps 20]
+    python benchmarks/fcgp_parts.py [--cells ALG,DTYPE,B,N ...] [--reps 20] [--kernels | --once]
 
 For each cell (default: issue 4's, Cl(2,0) and Cl(3,0), float32 with tf32 products and
 bfloat16, B 4096, N 512, normalize): torch.bmm of the T' products (the yardstick), the forward
@@ -10,7 +10,9 @@ raw ops with workspaces and outputs given (the backward also the forward's out a
 torch op gives them). Timed the harness's way (L2 flushed by a read, the
 stream held, CUDA events, median). Needs a GPU. (The raw backward computes all three gradients,
 allocating any not given, so it cannot time one gradient alone: --kernels adds torch.profiler's
-per-kernel times of the forward and the backward, which can.)
+per-kernel times of the forward and the backward, which can. --once runs the forward and the
+backward of each cell once, untimed: the run to profile under ncu, as gpu_check.sh's ncu_fcgp
+stage does.)
 """
 
 import argparse
@@ -98,6 +100,7 @@ def main(argv):
     ap.add_argument("--cells", nargs="*", default=CELLS)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--kernels", action="store_true", help="also each kernel's time (torch.profiler)")
+    ap.add_argument("--once", action="store_true", help="one untimed forward and backward a cell (for ncu)")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = True
     flush = Flusher(torch, "cuda")
@@ -107,10 +110,15 @@ def main(argv):
         alg, dtype, B, N = cell.split(",")
         alg, B, N = int(alg), int(B), int(N)
         for name, fn in cases(alg, dtype, B, N):
+            if args.once:
+                if name != "torch.bmm":
+                    fn()
+                continue
             t = measure(fn, torch=torch, cuda=True, warmup=3, reps=args.reps, max_seconds=0.5, flush=flush)
             print(f"Cl({alg},0) {dtype:8s} {B}x{N} {name:14s} {t.p50 * 1e6:9.1f} us", flush=True)
             if args.kernels and name != "torch.bmm":
                 kernel_times(name, fn)
+    torch.cuda.synchronize()
 
 
 if __name__ == "__main__":

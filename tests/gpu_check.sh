@@ -6,7 +6,9 @@
 #                                      the SASS check of the FCGP kernels (HGMMA / HMMA), and the
 #                                      benchmark tables of issues 3 (SGP, with its host-overhead
 #                                      line) and 4 (FCGP against torch.bmm)
-# STAGES=build,test,sidestream,sanitize,sass,bench selects stages (bench_sgp / bench_fcgp: one table); SANITIZE_TOOLS="memcheck racecheck"
+# STAGES=build,test,sidestream,sanitize,sass,bench selects stages (bench_sgp / bench_fcgp: one table;
+# parts_fcgp: fcgp_parts.py's per-kernel split; ncu_fcgp: Nsight Compute on the Hopper FCGP kernels,
+# neither in the default set); SANITIZE_TOOLS="memcheck racecheck"
 # selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
 # GPU_TESTS="tests/test_gpu_fcgp.py ..." narrows the test stage to those files (default tests/);
 # logs and results go to $OUT (default gpu_check_out).
@@ -122,6 +124,23 @@ if has bench || has bench_fcgp; then
         --out "$OUT/bench_fcgp" --no-progress 2>&1 | tee "$OUT/bench_fcgp.log" | tail -n 12
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
+if has parts_fcgp; then
+    step "FCGP parts: the forward, the backward and each kernel's time (benchmarks/fcgp_parts.py)"
+    python3 benchmarks/fcgp_parts.py --kernels 2>&1 | tee "$OUT/parts_fcgp.txt" | tail -n 60
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
+if has ncu_fcgp; then
+    step "Nsight Compute: the Hopper FCGP GEMM kernels, Cl(3,0) float32 (tf32) B 4096 N 512"
+    # ncu matches kernel names demangled, without the template arguments (kernel-name-base function)
+    ncu --kernel-name regex:"fwd_tma_kernel|gz_tma_kernel|gw_tma_kernel" --section SpeedOfLight \
+        --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
+        python3 benchmarks/fcgp_parts.py --cells 3,float32,4096,512 --once >"$OUT/ncu_fcgp.txt" 2>&1
+    [ $? -eq 0 ] || status=1
+    grep -E "^  [a-z_]+_kernel|Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|Issue Slots Busy|Warp Cycles Per Issued|Stall" \
+        "$OUT/ncu_fcgp.txt" | head -n 60
+fi
+
 echo
 echo "gpu_check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

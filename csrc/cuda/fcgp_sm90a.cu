@@ -40,7 +40,8 @@ constexpr int kRows = 64;                                            /* rows a t
 /* the tiles' N_out columns, Cfg::NT and GwCfg::NT (checked against them below, where the
  * device headers are compiled) */
 constexpr int tile_cols(int D) { return 512 / D; }
-constexpr int gw_cols(int D) { return D == 4 ? 48 : 24; }
+constexpr int gw_cols(int) { return 48; }
+constexpr int gw_groups(int D) { return D == 8 ? 2 : 1; } /* GwCfg::GROUPS: path groups, a block each */
 inline size_t up256(size_t n) { return (n + 255) & ~(size_t)255; }
 
 /* An environment switch read once: "1" or "0" sets it, anything else leaves the default. */
@@ -90,7 +91,7 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
 bool gw_planned(const fc_args *a, int mode, int operand_bytes)
 {
     /* grids: gelu_transpose (N_in / 32, B / 32, 2), prep_wt of go (B / 32, N_out / 32, D), the
-     * kernel (N_out / NT, N_in / 64, splits <= 8) */
+     * kernel (N_out / NT x path groups, N_in / 64, splits <= 8) */
     return bwd_enabled() && cdiv(a->B + 16, 32) <= 65535 && cdiv(a->N_out, 32) <= 65535 &&
            cdiv(a->N_in, kRows) <= 65535 && eligible(a, mode, operand_bytes);
 }
@@ -113,7 +114,7 @@ int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split)
 {
     /* about four blocks a multiprocessor (one is resident at a time), at most 8 partials */
     const int64_t ks = kSteps(mode), kb = cdiv(a->B, ks),
-                  tiles = cdiv(a->N_out, gw_cols(a->alg->D)) * cdiv(a->N_in, kRows);
+                  tiles = cdiv(a->N_out, gw_cols(a->alg->D)) * gw_groups(a->alg->D) * cdiv(a->N_in, kRows);
     const int64_t S = std::max<int64_t>(1, std::min<int64_t>({8, kb, cdiv(4 * (int64_t)sm_count(a->device), tiles)}));
     *rows_per_split = cdiv(kb, S) * ks;
     return (int)cdiv(a->B, *rows_per_split);
@@ -199,20 +200,22 @@ __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w,
     }
 }
 
-/* W (P, N_in, N_out) -> the input gradient's B operand (P, N_in, Nop): each row's N_out
- * permuted inside each step as gz_step reads go (phys_col), padded with zeros to whole steps,
- * tf32-rounded for the tf32 products. */
+/* W (P, N_in, N_out) -> the input gradient's B operand (P slots, N_in, Nop): the paths in slot
+ * order (GzSlots: slot s holds path slots.path[s]), each row's N_out permuted inside each step as
+ * gz_step reads go (phys_col), padded with zeros to whole steps, tf32-rounded for the tf32
+ * products. */
 template <int MODE>
 __global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wz,
-                                                int64_t rows, int64_t No, int64_t Nop)
+                                                GzSlots slots, int64_t P, int64_t Ni, int64_t No, int64_t Nop)
 {
     using E = Elem<MODE>;
     constexpr int KS = kSteps(MODE);
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * Nop; i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < P * Ni * Nop; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i / Nop, k = i - r * Nop, src = k - k % KS + phys_col(MODE, (int)(k % KS));
+        const int64_t slot = r / Ni, row = (int64_t)slots.path[slot] * Ni + (r - slot * Ni);
         E v = E(0.f);
         if (src < No) {
-            v = w[r * No + src];
+            v = w[row * No + src];
             if constexpr (MODE == kTF32)
                 v = __uint_as_float(to_tf32(v));
         }
@@ -247,6 +250,7 @@ fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, siz
 
 static_assert(tile_cols(4) == Cfg<0, kTF32>::NT && tile_cols(8) == Cfg<1, kTF32>::NT &&
                   gw_cols(4) == GwCfg<0, kTF32>::NT && gw_cols(8) == GwCfg<1, kTF32>::NT &&
+                  gw_groups(4) == GwCfg<0, kTF32>::GROUPS && gw_groups(8) == GwCfg<1, kTF32>::GROUPS &&
                   kSteps(kTF32) == Cfg<1, kTF32>::KS && kSteps(kBF16) == Cfg<1, kBF16>::KS,
               "the host-side tile constants match the kernels' configurations");
 
@@ -357,13 +361,14 @@ fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, voi
     constexpr CUtensorMapDataType ty = map_type(MODE);
     CUtensorMap xm, ym, gm;
     fc_status s;
-    if ((s = make_map(&xm, xgt, ty, sizeof(E), Bp, Ni, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
+    if ((s = make_map(&xm, xgt, ty, sizeof(E), Bp, Ni, C::D, C::KS, C::BM, C::XC, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
         (s = make_map(&ym, ygt, ty, sizeof(E), Bp, Ni, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
         (s = make_map(&gm, got, ty, sizeof(E), Bp, No, C::D, C::KS, C::NT, C::D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
         return s;
     auto kern = gw_tma_kernel<ID, MODE>;
     FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-    kern<<<dim3((unsigned)cdiv(No, C::NT), (unsigned)cdiv(Ni, C::BM), (unsigned)L.splits), C::THREADS, C::SMEM, st>>>(
+    kern<<<dim3((unsigned)(cdiv(No, C::NT) * C::GROUPS), (unsigned)cdiv(Ni, C::BM), (unsigned)L.splits), C::THREADS,
+           C::SMEM, st>>>(
         xm, ym, gm, part, (int)B, (int)Ni, (int)No, (int)L.rows_per_split);
     FC_LAUNCH_CHECK(st);
     *partial = part;
@@ -379,18 +384,18 @@ fc_status gz(const fc_args *a, const void *go, const void *w, const void *x, con
     using E = Elem<MODE>;
     const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nop = cdiv(No, C::KS) * C::KS;
     E *wz = (E *)ws;
-    prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(C::P * Ni * Nop, 256), 4096), 256, 0, st>>>((const E *)w, wz,
-                                                                                                 C::P * Ni, No, Nop);
+    prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(C::P * Ni * Nop, 256), 4096), 256, 0, st>>>(
+        (const E *)w, wz, C::slots, C::P, Ni, No, Nop);
     FC_LAUNCH_CHECK(st);
     constexpr CUtensorMapDataType ty = map_type(MODE);
     CUtensorMap om, wm;
     fc_status s;
-    if ((s = make_map(&om, go, ty, sizeof(E), No, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
-        (s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, C::P, C::KS, C::BN, C::P, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
+    if ((s = make_map(&om, go, ty, sizeof(E), No, B, C::D, C::KS, C::BM, C::JG, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
+        (s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, C::P, C::KS, C::BN, C::PS, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
         return s;
-    auto kern = gz_tma_kernel<ID, MODE, Tio>;
+    auto kern = gz_tma_kernel<ID, MODE, Tio>; /* clusters of C::GROUPS CTAs along x (__cluster_dims__) */
     FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-    kern<<<dim3((unsigned)cdiv(Ni, C::BN), (unsigned)cdiv(B, C::BM)), C::THREADS, C::SMEM, st>>>(
+    kern<<<dim3((unsigned)(cdiv(Ni, C::BN) * C::GROUPS), (unsigned)cdiv(B, C::BM)), C::THREADS, C::SMEM, st>>>(
         om, wm, (const E *)x, (const E *)y, (Tio *)grad_x, (Tio *)grad_y, (int)B, (int)Ni, (int)No, a->gate);
     FC_LAUNCH_CHECK(st);
     return FC_OK;

@@ -132,17 +132,21 @@ __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg
         wg::wait<0>();
     });
 }
-/* This thread's x, y fragments of a step from the stage's x and y tiles ([component][row][32 bytes]). */
-template <int D, int BM>
+/* This thread's x, y fragments of a step from the stage's x and y tiles ([component][row][32
+ * bytes]); the x tile may hold only XC components from X0 on (the weight gradient's path groups). */
+template <int D, int BM, int X0 = 0, int XC = D>
 __device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs, const unsigned char *ys, int r0, int t)
 {
 #pragma unroll
+    for (int c = 0; c < XC; ++c)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+            f.x[X0 + c][h] = *(const uint2 *)(xs + (c * BM + r0 + 8 * h) * 32 + t * 8);
+#pragma unroll
     for (int c = 0; c < D; ++c)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            f.x[c][h] = *(const uint2 *)(xs + (c * BM + r0 + 8 * h) * 32 + t * 8);
+        for (int h = 0; h < 2; ++h)
             f.y[c][h] = *(const uint2 *)(ys + (c * BM + r0 + 8 * h) * 32 + t * 8);
-        }
 }
 
 /* MVGELU through one factor a position: every term of z_{j,p} is s xg_i yg_k = s x_i y_k

@@ -8,11 +8,15 @@
  * a step in the forward's permuted order (phys_col), which go^T is written in. go_j^T's tile is
  * the K-major B operand (32-byte swizzle, as the forward's W^T).
  *
- * A block owns 64 rows of N_in x NT columns of N_out of every path's gradient; warpgroup w
- * owns paths [w P/2, (w+1) P/2), PH x NT / 2 = 120 fp32 accumulators a thread (NT = 24 for
- * D = 8, 48 for D = 4: the paths, not the components, index the accumulators here). For each
- * of its paths it forms the A fragments of that path's pairs (one per output component j),
- * issues one wgmma a pair on go_j's tile and waits before the next path reuses the registers.
+ * A block owns 64 rows of N_in x NT = 48 columns of N_out of one path group's gradients: the
+ * paths split into GROUPS groups by the grade of their x component (Cl(3,0): paths 0-9 read x's
+ * grades 0, 1, paths 10-19 grades 2, 3; Cl(2,0): one group), so a block brings only its group's
+ * x components (XC of D) and forms only its group's pairs. Warpgroup w owns half the group's
+ * paths, PH x NT / 2 = 120 fp32 accumulators a thread (the paths, not the components, index the
+ * accumulators here). For each of its paths it forms the A fragments of that path's pairs (one
+ * per output component j) and issues one wgmma a pair on go_j's tile. Split in groups, a pair
+ * formed feeds a wgmma of N = 48 (the whole paths' block took N = 24 at Cl(3,0)): half the
+ * fragment forming and wgmmas a flop, and 7% fewer tile bytes.
  * The batch is split over gridDim.z; each split writes its own fp32 partial (P, N_in, N_out),
  * summed in split order afterwards (deterministic, no atomics).
  */
@@ -25,13 +29,29 @@ namespace fc {
 namespace fcgp {
 namespace sm90 {
 
+/* Whether every term of a path of group g (paths [g P / G, (g + 1) P / G)) reads an x component
+ * of [g D / G, (g + 1) D / G): then a group's block needs only those components of x. */
+template <int ID> constexpr bool x_split_by_paths(int groups)
+{
+    const AlgebraTable &tb = AlgebraTraits<ID>::table;
+    for (int t = 0; t < tb.T; ++t) {
+        const int g = tb.term[t].path / (tb.P / groups);
+        if (tb.term[t].i < g * (tb.D / groups) || tb.term[t].i >= (g + 1) * (tb.D / groups))
+            return false;
+    }
+    return tb.P % (2 * groups) == 0;
+}
+
 template <int ID, int MODE> struct GwCfg {
-    static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P, PH = P / 2;
-    static constexpr int BM = 64, NT = D == 4 ? 48 : 24, THREADS = 256, STAGES = 5;
-    static constexpr int KS = MODE == kTF32 ? 8 : 16;       /* batch rows a step: 32 bytes */
-    static constexpr int XB = D * BM * 32, GB = D * NT * 32; /* xg^T (or yg^T) tile, go^T tiles */
-    static constexpr int STAGE = 2 * XB + GB, SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
-    static_assert(P % 2 == 0 && (NT * 32) % 256 == 0 && STAGE % 256 == 0, "swizzle tiles aligned");
+    static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
+    static constexpr int GROUPS = D == 8 ? 2 : 1, PG = P / GROUPS, PH = PG / 2, XC = D / GROUPS;
+    static constexpr int BM = 64, NT = 48, THREADS = 256, STAGES = 5;
+    static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* batch rows a step: 32 bytes */
+    static constexpr int XB = XC * BM * 32, YB = D * BM * 32; /* the group's xg^T, all of yg^T */
+    static constexpr int GB = D * NT * 32;                    /* go^T tiles */
+    static constexpr int STAGE = XB + YB + GB, SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
+    static_assert(x_split_by_paths<ID>(GROUPS), "a group's paths read only its x components");
+    static_assert((NT * 32) % 256 == 0 && XB % 256 == 0 && STAGE % 256 == 0, "swizzle tiles aligned");
     static_assert(SMEM <= 227 * 1024, "the stages fit");
 };
 
@@ -51,28 +71,28 @@ template <int ID> __host__ __device__ constexpr int path_pair(int p, int u)
     return -1;
 }
 
-/* The most pairs of any path of warpgroup WG. */
-template <int ID, int WG, int PH> __host__ __device__ constexpr int max_path_pairs()
+/* The most pairs of any of the paths [P0, P0 + N). */
+template <int ID, int P0, int N> __host__ __device__ constexpr int max_path_pairs()
 {
     int m = 0;
-    for (int p = WG * PH; p < (WG + 1) * PH; ++p)
+    for (int p = P0; p < P0 + N; ++p)
         m = path_pairs<ID>(p) > m ? path_pairs<ID>(p) : m;
     return m;
 }
 
-/* One warpgroup's step: path by path, the A fragments of the path's pairs, then their wgmmas
+/* One warpgroup's step (path group GR): path by path, the A fragments of the path's pairs, then their wgmmas
  * on the go_j^T tiles. A path has only ~2 pairs of narrow (N = NT) wgmmas, too little work to
  * wait on alone: the fragments alternate between two register sets, so a path forms its
  * fragments while the previous path's wgmmas run, and waits (wait<1>) only for that one. */
-template <int ID, int MODE, int WG>
+template <int ID, int MODE, int GR, int WG>
 __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE>::PH][GwCfg<ID, MODE>::NT / 2],
                                         const Frags<AlgebraTraits<ID>::D> &f, uint32_t go_smem)
 {
     using C = GwCfg<ID, MODE>;
-    constexpr int NQ = max_path_pairs<ID, WG, C::PH>();
+    constexpr int P0 = GR * C::PG + WG * C::PH, NQ = max_path_pairs<ID, P0, C::PH>();
     uint32_t a[2][NQ][4];
     static_for<C::PH>([&](auto pl) {
-        constexpr int L = decltype(pl)::value, p = WG * C::PH + L, nq = path_pairs<ID>(p), b = L % 2;
+        constexpr int L = decltype(pl)::value, p = P0 + L, nq = path_pairs<ID>(p), b = L % 2;
         static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value)>(a[b][decltype(u)::value], f); });
         wg::fence();
         static_for<nq>([&](auto u) {
@@ -128,8 +148,9 @@ __global__ void __launch_bounds__(256) gelu_transpose(const E *__restrict__ x, c
     }
 }
 
-/* The weight gradient's partial of batch split blockIdx.z: xmap, ymap over xg^T, yg^T (Bp, N_in,
- * D), gomap over go^T (Bp, N_out, D) in the 32-byte swizzle; partial (splits, P, N_in, N_out).
+/* The weight gradient's partial of batch split blockIdx.z for path group blockIdx.x % GROUPS:
+ * xmap, ymap over xg^T, yg^T (Bp, N_in, D; xmap's box XC components), gomap over go^T (Bp,
+ * N_out, D) in the 32-byte swizzle; partial (splits, P, N_in, N_out).
  * rows_per_split is a multiple of KS, so no step crosses into the next split; the batch from B
  * to Bp holds zeros, and the copy engine fills what lies past Bp with zeros. Thread 0 also
  * produces, polling as the forward does. */
@@ -144,34 +165,45 @@ __global__ void __launch_bounds__(256, 1)
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
-    const int m0 = blockIdx.x * C::NT, n0 = blockIdx.y * C::BM, b0 = blockIdx.z * rows_per_split;
+    const int grp = blockIdx.x % C::GROUPS, m0 = blockIdx.x / C::GROUPS * C::NT, n0 = blockIdx.y * C::BM,
+              b0 = blockIdx.z * rows_per_split;
     const int rows = min(B - b0, rows_per_split), steps = rows > 0 ? (rows + C::KS - 1) / C::KS : 0;
     tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), steps, 2);
     auto issue = [&](int s, uint64_t *bar) { /* thread 0: step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * C::STAGE;
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
         const int k0 = b0 + s * C::KS;
-        tma::load_3d(buf, &xmap, k0, n0, 0, bar);
+        tma::load_3d(buf, &xmap, k0, n0, grp * C::XC, bar);
         tma::load_3d(buf + C::XB, &ymap, k0, n0, 0, bar);
-        tma::load_3d(buf + 2 * C::XB, &gomap, k0, m0, 0, bar);
+        tma::load_3d(buf + C::XB + C::YB, &gomap, k0, m0, 0, bar);
     };
 
     float acc[C::PH][C::NT / 2];
     zero(acc);
+    /* the step of path group GR, a compile-time constant (its paths index the fragments) */
+    auto step = [&](auto gr, const unsigned char *buf) {
+        constexpr int GR = decltype(gr)::value;
+        Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
+        load_frags<D, C::BM, GR * C::XC, C::XC>(f, buf, buf + C::XB, 16 * warp + g, t);
+        const uint32_t go_smem = smem_u32(buf + C::XB + C::YB);
+        if (wgi == 0)
+            gw_step<ID, MODE, GR, 0>(acc, f, go_smem);
+        else
+            gw_step<ID, MODE, GR, 1>(acc, f, go_smem);
+    };
     ring.consume(issue, [&](int s) {
         const unsigned char *buf = smem + (s % S) * C::STAGE;
-        Frags<D> f;
-        load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
-        const uint32_t go_smem = smem_u32(buf + 2 * C::XB);
-        if (wgi == 0)
-            gw_step<ID, MODE, 0>(acc, f, go_smem);
+        if constexpr (C::GROUPS == 1)
+            step(std::integral_constant<int, 0>{}, buf);
+        else if (grp == 0)
+            step(std::integral_constant<int, 0>{}, buf);
         else
-            gw_step<ID, MODE, 1>(acc, f, go_smem);
+            step(std::integral_constant<int, 1>{}, buf);
     });
 #pragma unroll
     for (int pl = 0; pl < C::PH; ++pl)
         wg::fence_operands(acc[pl]);
-    /* acc[pl][4c + 2h + e]: path wgi PH + pl, row n0 + 16 warp + g + 8h, column m0 + 8c + 2t + e */
+    /* acc[pl][4c + 2h + e]: path grp PG + wgi PH + pl, row n0 + 16 warp + g + 8h, column m0 + 8c + 2t + e */
     float *part = partial + (size_t)blockIdx.z * P * Ni * No;
 #pragma unroll
     for (int pl = 0; pl < C::PH; ++pl)
@@ -183,7 +215,7 @@ __global__ void __launch_bounds__(256, 1)
                 for (int e = 0; e < 2; ++e) {
                     const int n = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t + e;
                     if (n < Ni && m < No)
-                        part[((size_t)(wgi * C::PH + pl) * Ni + n) * No + m] = acc[pl][4 * c + 2 * h + e];
+                        part[((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + n) * No + m] = acc[pl][4 * c + 2 * h + e];
                 }
 }
 

@@ -4,15 +4,23 @@
  * backward (gate_backward).
  *
  * A = go_j straight from its tile, which has the forward's x-tile layout with K = N_out (64
- * batch rows x 32 bytes x D components): loaded (and tf32-rounded), no pairs to form. B = W[p]
- * as stored (rows of N_in, N_out contiguous) in a prepared copy with N_out permuted inside each
- * step as the A loads read go (phys_col) and tf32-rounded (prep_wz of fcgp_sm90a.cu), brought
- * in the 32-byte swizzle. A block owns 64 batch rows x BN columns of N_in; warpgroup w owns go's
- * components [w D/2, (w+1) D/2) and so the pairs of those j (Plans' pairs are ordered by j: 22
- * + 22 for Cl(3,0), 7 + 7 for Cl(2,0)), every pair's accumulators at the same positions: QW x
- * BN / 2 fp32 a thread (BN 16 at D = 8: 176; 32 at D = 4: 112). After the K loop the
- * accumulators go to shared memory as G[pair][position] (over the ring, whose copies have all
- * landed and been read) and each thread finishes a few positions as fcgp.cu's gz_kernel does,
+ * batch rows x 32 bytes x components): loaded (and tf32-rounded), no pairs to form. B = W[p] as
+ * stored (rows of N_in, N_out contiguous) in a prepared copy with N_out permuted inside each
+ * step as the A loads read go (phys_col), tf32-rounded, and the paths in slot order (GzSlots:
+ * by output grade) (prep_wz of fcgp_sm90a.cu), brought in the 32-byte swizzle. The paths of an
+ * output component j are all those of its grade, so in slot order their tiles lie side by side
+ * and one wgmma of N = (j's pairs) x BN computes all of j's G at once (m64n128 / n192 for
+ * Cl(3,0), n96 / n128 for Cl(2,0)).
+ *
+ * A tile of 64 batch rows x BN = 32 columns of N_in needs every pair's G (44 for Cl(3,0)),
+ * more accumulators than one CTA holds at that width. So at D = 8 a cluster of GROUPS = 2 CTAs
+ * shares the tile: CTA r computes the pairs of components [r D/2, (r+1) D/2) (grades 0, 1 or
+ * 2, 3), bringing only those components of go and only its grades' paths of W (8 + 10 KB a
+ * step where one CTA over 16 columns and all pairs brought 16 + 10), then both stage their G
+ * in shared memory and each finishes half the tile's positions reading the other's G through
+ * distributed shared memory. Inside a CTA, warpgroup w takes half its components and their
+ * pairs (10 or 12 at Cl(3,0), 7 at Cl(2,0)), every pair's accumulators at the same positions,
+ * BN / 2 fp32 a pair and thread. Each thread finishes positions as fcgp.cu's gz_kernel does,
  * forming xg, yg from x, y there (no gated copies in memory).
  */
 #pragma once
@@ -24,114 +32,209 @@ namespace fc {
 namespace fcgp {
 namespace sm90 {
 
+/* The paths in the order of the prepared W copy (slot order): by output grade, stably. */
+struct GzSlots {
+    unsigned char path[FC_MAX_P];  /* slot -> path */
+    unsigned char first[FC_MAX_D]; /* j -> the slot of its first pair */
+    bool ok;                       /* every j's pairs lie in consecutive slots, in pair order */
+};
+template <int ID> constexpr GzSlots make_gz_slots()
+{
+    const AlgebraTable &tb = AlgebraTraits<ID>::table;
+    const auto &pl = Plans<ID>::pair;
+    GzSlots s{};
+    int grade_out[FC_MAX_P] = {}, slot[FC_MAX_P] = {}, n = 0;
+    for (int t = 0; t < tb.T; ++t)
+        grade_out[tb.term[t].path] = tb.grade[tb.term[t].j];
+    for (int g = 0; g < tb.G; ++g)
+        for (int p = 0; p < tb.P; ++p)
+            if (grade_out[p] == g) {
+                s.path[n] = (unsigned char)p;
+                slot[p] = n++;
+            }
+    s.ok = n == tb.P;
+    for (int j = 0; j < tb.D; ++j) {
+        s.first[j] = (unsigned char)slot[pl.pp[pl.jbegin[j]]];
+        for (int q = pl.jbegin[j]; q < pl.jbegin[j + 1]; ++q)
+            s.ok = s.ok && slot[pl.pp[q]] == s.first[j] + (q - pl.jbegin[j]);
+    }
+    return s;
+}
+
+/* How many pairs the components [j0, j0 + n) have. */
+template <int ID> __host__ __device__ constexpr int pairs_of(int j0, int n)
+{
+    return Plans<ID>::pair.jbegin[j0 + n] - Plans<ID>::pair.jbegin[j0];
+}
+
 template <int ID, int MODE> struct GzCfg {
-    static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P, NP = Plans<ID>::pair.np, JW = D / 2;
-    static constexpr int BM = 64, BN = D == 4 ? 32 : 16, THREADS = 256, STAGES = 6;
-    static constexpr int KS = MODE == kTF32 ? 8 : 16;                   /* N_out a step: 32 bytes */
-    static constexpr int OB = D * BM * 32, WB = P * BN * 32, STAGE = OB + WB; /* go tile, W tiles */
-    static constexpr int POS = BM * BN, Q0 = Plans<ID>::pair.jbegin[JW]; /* warpgroup 1's first pair */
-    static constexpr int QW = Q0 > NP - Q0 ? Q0 : NP - Q0;               /* pairs a warpgroup, at most */
-    static constexpr int RING = STAGES * STAGE, SG = NP * POS * 4;      /* the stages; G staged */
+    static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P, NP = Plans<ID>::pair.np;
+    static constexpr int GROUPS = D == 8 ? 2 : 1, JG = D / GROUPS, JW = JG / 2; /* components: a CTA, a warpgroup */
+    static constexpr int PS = P / GROUPS, QG = NP / GROUPS;  /* a CTA's paths (slots) and pairs */
+    static constexpr int BM = 64, BN = 32, THREADS = 256, STAGES = 6;
+    static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* N_out a step: 32 bytes */
+    static constexpr int OB = JG * BM * 32, WB = PS * BN * 32, STAGE = OB + WB; /* go tile, W tiles */
+    static constexpr int POS = BM * BN;
+    static constexpr int QW = [] { /* pairs a warpgroup, at most */
+        int m = 0;
+        for (int u = 0; u < 2 * GROUPS; ++u)
+            m = pairs_of<ID>(u * JW, JW) > m ? pairs_of<ID>(u * JW, JW) : m;
+        return m;
+    }();
+    static constexpr int RING = STAGES * STAGE, SG = QG * POS * 4;      /* the stages; G staged */
     static constexpr int BARS = RING > SG ? RING : SG, SMEM = BARS + 1024 + 2 * STAGES * 8;
+    static constexpr GzSlots slots = make_gz_slots<ID>();
+    static constexpr bool grouped = [] { /* CTA r's pairs: [r QG, (r+1) QG), on slots [r PS, (r+1) PS) */
+        bool ok = NP % GROUPS == 0 && P % GROUPS == 0 && JG % 2 == 0;
+        for (int r = 0; r < GROUPS; ++r)
+            for (int q = Plans<ID>::pair.jbegin[r * JG]; q < Plans<ID>::pair.jbegin[(r + 1) * JG]; ++q) {
+                int slot = 0;
+                for (int u = 0; u < P; ++u)
+                    slot = slots.path[u] == Plans<ID>::pair.pp[q] ? u : slot;
+                ok = ok && q / QG == r && slot / PS == r;
+            }
+        return ok;
+    }();
+    static_assert(slots.ok, "each output component's paths are consecutive in slot order");
+    static_assert(grouped, "each CTA of the cluster computes a contiguous share of pairs and paths");
     static_assert(STAGE % 256 == 0 && (BN * 32) % 256 == 0, "swizzle tiles aligned");
     static_assert(SMEM <= 227 * 1024, "the stages and G fit");
 };
 
-/* One warpgroup's step: the A fragments of its components of go, then one wgmma a pair on
- * W[p]'s tile into that pair's accumulators, all in flight together. */
-template <int ID, int MODE, int WG>
+/* One warpgroup's step (CTA group GR, warpgroup WG): the A fragments of its components of go,
+ * then one wgmma a component j on the side-by-side W tiles of j's paths into j's pairs'
+ * accumulators (adjacent: pairs are ordered by j, then by path, which is slot order within a
+ * grade), all in flight together. */
+template <int ID, int MODE, int GR, int WG>
 __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE>::QW][GzCfg<ID, MODE>::BN / 2],
                                         const unsigned char *gos, uint32_t w_smem, int r0, int t)
 {
     using C = GzCfg<ID, MODE>;
-    constexpr int j0 = WG * C::JW, q0 = WG ? C::Q0 : 0, q1 = WG ? C::NP : C::Q0;
+    constexpr int jl0 = WG * C::JW, j0 = GR * C::JG + jl0, q0 = Plans<ID>::pair.jbegin[j0];
     uint32_t a[C::JW][4];
-    static_for<C::JW>([&](auto jj) {
-        constexpr int j = j0 + decltype(jj)::value;
-        const uint2 lo = *(const uint2 *)(gos + (j * C::BM + r0) * 32 + t * 8);
-        const uint2 hi = *(const uint2 *)(gos + (j * C::BM + r0 + 8) * 32 + t * 8);
+    static_for<C::JW>([&](auto u) {
+        constexpr int jl = jl0 + decltype(u)::value; /* the component's place in the CTA's go tile */
+        const uint2 lo = *(const uint2 *)(gos + (jl * C::BM + r0) * 32 + t * 8);
+        const uint2 hi = *(const uint2 *)(gos + (jl * C::BM + r0 + 8) * 32 + t * 8);
         /* the A order of form_pair: rows g, g + 8 of .x, then of .y */
         const uint32_t v[4] = {lo.x, hi.x, lo.y, hi.y};
 #pragma unroll
         for (int r = 0; r < 4; ++r)
-            a[decltype(jj)::value][r] = MODE == kTF32 ? to_tf32(__uint_as_float(v[r])) : v[r];
+            a[decltype(u)::value][r] = MODE == kTF32 ? to_tf32(__uint_as_float(v[r])) : v[r];
     });
     wg::fence();
-    static_for<q1 - q0>([&](auto u) {
-        constexpr int q = q0 + decltype(u)::value, j = Plans<ID>::pair.pj[q], p = Plans<ID>::pair.pp[q];
-        wg::MmaRS<MODE, C::BN>::run(acc[decltype(u)::value], a[j - j0],
-                                    wg::desc_kmajor_sw32(w_smem + p * C::BN * 32, 256), 1);
+    static_for<C::JW>([&](auto u) {
+        constexpr int j = j0 + decltype(u)::value, qa = Plans<ID>::pair.jbegin[j];
+        constexpr int N = (Plans<ID>::pair.jbegin[j + 1] - qa) * C::BN;
+        constexpr int w_off = (C::slots.first[j] - GR * C::PS) * C::BN * 32;
+        float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(&acc[qa - q0][0]);
+        wg::MmaRS<MODE, N>::run(d, a[decltype(u)::value], wg::desc_kmajor_sw32(w_smem + w_off, 256), 1);
     });
     wg::commit();
     wg::wait<0>();
 }
 
-/* gomap over go (N_out, B, D); wmap over the prepared W (Nop, N_in, P), 32-byte swizzle. x, y
- * (D, B, N_in): the inputs, whose MVGELU (xg, yg) and its backward the epilogue forms at each
- * position; gx, gy: NULL when not wanted. */
+/* gomap over go (N_out, B, D), boxes of JG components; wmap over the prepared W (Nop, N_in, P
+ * slots), boxes of PS slots, 32-byte swizzle. x, y (D, B, N_in): the inputs, whose MVGELU (xg,
+ * yg) and its backward the epilogue forms at each position; gx, gy: NULL when not wanted.
+ * Clusters of GROUPS CTAs along x: blockIdx.x / GROUPS is the column tile, the rank the group. */
 template <int ID, int MODE, class Tio>
-__global__ void __launch_bounds__(256, 1)
+__global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds__(256, 1)
     gz_tma_kernel(const __grid_constant__ CUtensorMap gomap, const __grid_constant__ CUtensorMap wmap,
                   const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y, Tio *__restrict__ gx,
                   Tio *__restrict__ gy, int B, int Ni, int No, int gate)
 {
     using C = GzCfg<ID, MODE>;
-    using E = Elem<MODE>;
     using A = AlgebraTraits<ID>;
     constexpr int D = C::D, S = C::STAGES;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
-    const int n0 = blockIdx.x * C::BN, m0 = blockIdx.y * C::BM, steps = (No + C::KS - 1) / C::KS;
+    const int grp = C::GROUPS == 1 ? 0 : (int)tma::cluster_rank();
+    const int n0 = blockIdx.x / C::GROUPS * C::BN, m0 = blockIdx.y * C::BM, steps = (No + C::KS - 1) / C::KS;
     tma::Ring<S> ring((uint64_t *)(smem + C::BARS), steps, 2);
     auto issue = [&](int s, uint64_t *bar) { /* thread 0: step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * C::STAGE;
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
-        tma::load_3d(buf, &gomap, s * C::KS, m0, 0, bar);
-        tma::load_3d(buf + C::OB, &wmap, s * C::KS, n0, 0, bar);
+        tma::load_3d(buf, &gomap, s * C::KS, m0, grp * C::JG, bar);
+        tma::load_3d(buf + C::OB, &wmap, s * C::KS, n0, grp * C::PS, bar);
     };
+    float *sG = (float *)smem; /* after the K loop, over the ring: G[pair - grp QG][row BN + column] */
 
-    float acc[C::QW][C::BN / 2];
-    zero(acc);
-    ring.consume(issue, [&](int s) {
-        const unsigned char *buf = smem + (s % S) * C::STAGE;
-        if (wgi == 0)
-            gz_step<ID, MODE, 0>(acc, buf, smem_u32(buf + C::OB), 16 * warp + g, t);
-        else
-            gz_step<ID, MODE, 1>(acc, buf, smem_u32(buf + C::OB), 16 * warp + g, t);
-    });
+    /* the K loop and the staging of G for one (group, warpgroup): each has its own accumulator
+     * array, cut into its own components' runs (one wgmma's accumulators are one run of registers) */
+    auto run = [&](auto gr, auto wg) {
+        constexpr int GR = decltype(gr)::value, WG = decltype(wg)::value;
+        constexpr int j0 = GR * C::JG + WG * C::JW, q0 = Plans<ID>::pair.jbegin[j0], nq = pairs_of<ID>(j0, C::JW);
+        float acc[C::QW][C::BN / 2];
+        zero(acc);
+        ring.consume(issue, [&](int s) {
+            const unsigned char *buf = smem + (s % S) * C::STAGE;
+            gz_step<ID, MODE, GR, WG>(acc, buf, smem_u32(buf + C::OB), 16 * warp + g, t);
+        });
 #pragma unroll
-    for (int ql = 0; ql < C::QW; ++ql)
-        wg::fence_operands(acc[ql]);
-    /* G[pair][row BN + column]: acc[ql][4c + 2h + e] is pair q0 + ql at row 16 warp + g + 8h,
-     * column 8c + 2t + e */
-    float *sG = (float *)smem;
-    const int q0 = wgi ? C::Q0 : 0, nq = wgi ? C::NP - C::Q0 : C::Q0;
-    __syncthreads(); /* both warpgroups are past their last step */
+        for (int ql = 0; ql < C::QW; ++ql)
+            wg::fence_operands(acc[ql]);
+        /* both warpgroups are past their last step (and so every copy has landed and been read):
+         * barrier 1 over the CTA's 256 threads, as each warpgroup reaches it from its own code */
+        asm volatile("bar.sync 1, 256;\n" ::: "memory");
+        /* acc[ql][4c + 2h + e] is pair q0 + ql at row 16 warp + g + 8h, column 8c + 2t + e */
 #pragma unroll
-    for (int ql = 0; ql < C::QW; ++ql)
-        if (ql < nq)
+        for (int ql = 0; ql < nq; ++ql)
 #pragma unroll
             for (int c = 0; c < C::BN / 8; ++c)
 #pragma unroll
                 for (int h = 0; h < 2; ++h)
 #pragma unroll
                     for (int e = 0; e < 2; ++e)
-                        sG[(q0 + ql) * C::POS + (16 * warp + g + 8 * h) * C::BN + 8 * c + 2 * t + e] =
+                        sG[(q0 - GR * C::QG + ql) * C::POS + (16 * warp + g + 8 * h) * C::BN + 8 * c + 2 * t + e] =
                             acc[ql][4 * c + 2 * h + e];
+    };
+    using I0 = std::integral_constant<int, 0>;
+    using I1 = std::integral_constant<int, 1>;
+    if (grp == 0) {
+        if (wgi == 0)
+            run(I0{}, I0{});
+        else
+            run(I0{}, I1{});
+    } else if constexpr (C::GROUPS > 1) {
+        if (wgi == 0)
+            run(I1{}, I0{});
+        else
+            run(I1{}, I1{});
+    }
     __syncthreads();
+    if constexpr (C::GROUPS > 1)
+        tma::cluster_sync(); /* every CTA's G staged and visible across the cluster */
+
+    /* this CTA's share of the tile's positions, each from the G of every pair: group r's from
+     * CTA r's shared memory (distributed shared memory; this CTA's own too) */
+    uint32_t gbase[C::GROUPS];
+#pragma unroll
+    for (int r = 0; r < C::GROUPS; ++r)
+        gbase[r] = C::GROUPS == 1 ? 0u : tma::cluster_addr(sG, r);
     const int64_t BNi = (int64_t)B * Ni;
-    for (int pos = tid; pos < C::POS; pos += C::THREADS) {
+    constexpr int SHARE = C::POS / C::GROUPS;
+    for (int pos = grp * SHARE + tid; pos < (grp + 1) * SHARE; pos += C::THREADS) {
         const int64_t b = m0 + pos / C::BN, n = n0 + pos % C::BN;
         if (b >= B || n >= Ni)
             continue;
+        float gq[C::NP];
+        static_for<C::NP>([&](auto q) {
+            constexpr int Q = decltype(q)::value, r = Q / C::QG;
+            if constexpr (C::GROUPS == 1)
+                gq[Q] = sG[Q * C::POS + pos];
+            else
+                gq[Q] = tma::ld_cluster_f32(gbase[r] + ((Q - r * C::QG) * C::POS + pos) * 4);
+        });
         const int64_t off = b * Ni + n;
         float xv[D], yv[D], tx[D] = {}, ty[D] = {};
         gelu_at(gate, x + off, BNi, xv); /* xg, yg */
         gelu_at(gate, y + off, BNi, yv);
         static_for<A::T>([&](auto tc) {
             constexpr fc_term e = A::table.term[decltype(tc)::value];
-            const float gv = sG[Plans<ID>::pair.term_pair[decltype(tc)::value] * C::POS + pos];
+            constexpr int q = Plans<ID>::pair.term_pair[decltype(tc)::value];
+            const float gv = gq[q];
             tx[e.i] += float(e.sign) * yv[e.k] * gv;
             ty[e.k] += float(e.sign) * xv[e.i] * gv;
         });
@@ -140,6 +243,8 @@ __global__ void __launch_bounds__(256, 1)
         if (gy)
             gate_backward(gate, ty, y + off, gy + off, BNi);
     }
+    if constexpr (C::GROUPS > 1)
+        tma::cluster_sync(); /* the other CTA has read this one's G: its shared memory may go */
 }
 
 } // namespace sm90

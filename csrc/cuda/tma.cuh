@@ -130,6 +130,30 @@ __device__ __forceinline__ void cluster_sync()
 #endif
 }
 
+/* The shared::cluster address of this CTA's shared memory at p as seen in CTA `rank` of the
+ * cluster (distributed shared memory; rank may be this CTA's own). */
+__device__ __forceinline__ uint32_t cluster_addr(const void *p, uint32_t rank)
+{
+    uint32_t a = 0;
+#if FC_HAVE_TMA
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(p)), "r"(rank));
+#else
+    __trap();
+#endif
+    return a;
+}
+/* A float from distributed shared memory (cluster_addr), after a cluster_sync that published it. */
+__device__ __forceinline__ float ld_cluster_f32(uint32_t addr)
+{
+    float v = 0.f;
+#if FC_HAVE_TMA
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+#else
+    __trap();
+#endif
+    return v;
+}
+
 /* This CTA's rank in its cluster (x fastest). */
 __device__ __forceinline__ uint32_t cluster_rank()
 {

@@ -1,8 +1,8 @@
 /* wgmma.cuh — Hopper warpgroup MMA (sm_90a only): shared-memory descriptors, the fences and
  * groups that order it, and the register-A forms the FCGP kernels use: A (64 x K) formed in
  * registers by the 128 threads of a warpgroup, B (K x N) in shared memory, D (64 x N) in
- * fp32 registers. K = 8 (tf32) or 16 (bf16, f16); N = 32, 64 or 128 (the forward), 16 and 32
- * (tf32, bf16: the input gradient), 24 or 48 (tf32, bf16: the weight gradient).
+ * fp32 registers. K = 8 (tf32) or 16 (bf16, f16); N = 32, 64 or 128 (the forward), 96, 128 and
+ * 192 (tf32, bf16: the input gradient), 48 (tf32, bf16: the weight gradient).
  *
  * Register fragments (PTX ISA, "Register Fragments" of wgmma): warp w of the warpgroup
  * holds rows 16w .. 16w + 15; lane = 4 g + t holds
@@ -126,20 +126,38 @@ template <int N> __device__ __forceinline__ void fence_operands(uint32_t (&r)[N]
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-/* N = 16: the FCGP input gradient's tiles (T' accumulators a position); 24 and 48: the
- * weight gradient's (P accumulators a position) */
-#define FC_WG_D16 "{%0, %1, %2, %3, %4, %5, %6, %7}"
-#define FC_WG_A16 "{%8, %9, %10, %11}, %12"
-#define FC_WG_S16 "%13"
-#define FC_WG_C16(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-#define FC_WG_D24 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}"
-#define FC_WG_A24 "{%12, %13, %14, %15}, %16"
-#define FC_WG_S24 "%17"
-#define FC_WG_C24(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+/* N = 48: the weight gradient's tiles (its paths' accumulators a position); 96, 128 and 192: the
+ * input gradient's, where one wgmma covers all the paths of an output component (3 to 6 tiles
+ * of 32 columns) */
 #define FC_WG_D48 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}"
 #define FC_WG_A48 "{%24, %25, %26, %27}, %28"
 #define FC_WG_S48 "%29"
 #define FC_WG_C48(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+#define FC_WG_D96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}"
+#define FC_WG_A96 "{%48, %49, %50, %51}, %52"
+#define FC_WG_S96 "%53"
+#define FC_WG_C96(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+
+#define FC_WG_D192 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+#define FC_WG_A192 "{%96, %97, %98, %99}, %100"
+#define FC_WG_S192 "%101"
+#define FC_WG_C192(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
 
 /* d (+)= A * B: MmaRS<MODE, N>::run(d, a, desc_b, scale_d); scale_d = 0 ignores d's old value. */
 template <int MODE, int N> struct MmaRS;
@@ -166,12 +184,12 @@ template <int MODE, int N> struct MmaRS;
     };
 #endif
 /* tf32 takes no transpose flag; the 16-bit forms take imm-trans-b = 0 (B K-major) */
-FC_WG_RS(kTF32, 16, 8, "tf32", "")
-FC_WG_RS(kBF16, 16, 16, "bf16", ", 0")
-FC_WG_RS(kTF32, 24, 8, "tf32", "")
 FC_WG_RS(kTF32, 48, 8, "tf32", "")
-FC_WG_RS(kBF16, 24, 16, "bf16", ", 0")
 FC_WG_RS(kBF16, 48, 16, "bf16", ", 0")
+FC_WG_RS(kTF32, 96, 8, "tf32", "")
+FC_WG_RS(kBF16, 96, 16, "bf16", ", 0")
+FC_WG_RS(kTF32, 192, 8, "tf32", "")
+FC_WG_RS(kBF16, 192, 16, "bf16", ", 0")
 FC_WG_RS(kTF32, 32, 8, "tf32", "")
 FC_WG_RS(kTF32, 64, 8, "tf32", "")
 FC_WG_RS(kTF32, 128, 8, "tf32", "")
