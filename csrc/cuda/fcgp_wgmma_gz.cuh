@@ -74,14 +74,15 @@ template <int ID, int MODE> struct GzCfg {
     static constexpr int BM = 64, BN = 32, THREADS = 256, STAGES = 6;
     static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* N_out a step: 32 bytes */
     static constexpr int OB = JG * BM * 32, WB = PS * BN * 32, STAGE = OB + WB; /* go tile, W tiles */
-    static constexpr int POS = BM * BN;
+    static constexpr int POS = BM * BN, GS = BN + 8; /* G staged a row GS floats apart: float2 stores
+                                                         * of the accumulators free of bank conflicts */
     static constexpr int QW = [] { /* pairs a warpgroup, at most */
         int m = 0;
         for (int u = 0; u < 2 * GROUPS; ++u)
             m = pairs_of<ID>(u * JW, JW) > m ? pairs_of<ID>(u * JW, JW) : m;
         return m;
     }();
-    static constexpr int RING = STAGES * STAGE, SG = QG * POS * 4;      /* the stages; G staged */
+    static constexpr int RING = STAGES * STAGE, SG = QG * BM * GS * 4;  /* the stages; G staged */
     static constexpr int BARS = RING > SG ? RING : SG, SMEM = BARS + 1024 + 2 * STAGES * 8;
     static constexpr GzSlots slots = make_gz_slots<ID>();
     static constexpr bool grouped = [] { /* CTA r's pairs: [r QG, (r+1) QG), on slots [r PS, (r+1) PS) */
@@ -159,7 +160,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds_
         tma::load_3d(buf, &gomap, s * C::KS, m0, grp * C::JG, bar);
         tma::load_3d(buf + C::OB, &wmap, s * C::KS, n0, grp * C::PS, bar);
     };
-    float *sG = (float *)smem; /* after the K loop, over the ring: G[pair - grp QG][row BN + column] */
+    float *sG = (float *)smem; /* after the K loop, over the ring: G[pair - grp QG][row GS + column] */
 
     /* the K loop and the staging of G for one (group, warpgroup): each has its own accumulator
      * array, cut into its own components' runs (one wgmma's accumulators are one run of registers) */
@@ -185,10 +186,8 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds_
             for (int c = 0; c < C::BN / 8; ++c)
 #pragma unroll
                 for (int h = 0; h < 2; ++h)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        sG[(q0 - GR * C::QG + ql) * C::POS + (16 * warp + g + 8 * h) * C::BN + 8 * c + 2 * t + e] =
-                            acc[ql][4 * c + 2 * h + e];
+                    *(float2 *)&sG[((q0 - GR * C::QG + ql) * C::BM + 16 * warp + g + 8 * h) * C::GS + 8 * c + 2 * t] =
+                        make_float2(acc[ql][4 * c + 2 * h], acc[ql][4 * c + 2 * h + 1]);
     };
     using I0 = std::integral_constant<int, 0>;
     using I1 = std::integral_constant<int, 1>;
@@ -215,17 +214,22 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds_
         gbase[r] = C::GROUPS == 1 ? 0u : tma::cluster_addr(sG, r);
     const int64_t BNi = (int64_t)B * Ni;
     constexpr int SHARE = C::POS / C::GROUPS;
-    for (int pos = grp * SHARE + tid; pos < (grp + 1) * SHARE; pos += C::THREADS) {
-        const int64_t b = m0 + pos / C::BN, n = n0 + pos % C::BN;
+    static_assert(SHARE % C::THREADS == 0, "whole rounds of positions");
+#pragma unroll /* so that the loads of the rounds' x, y can overlap */
+    for (int i = 0; i < SHARE / C::THREADS; ++i) {
+        const int pos = grp * SHARE + i * C::THREADS + tid, row = pos / C::BN, col = pos % C::BN;
+        const int64_t b = m0 + row, n = n0 + col;
         if (b >= B || n >= Ni)
             continue;
         float gq[C::NP];
         static_for<C::NP>([&](auto q) {
-            constexpr int Q = decltype(q)::value, r = Q / C::QG;
-            if constexpr (C::GROUPS == 1)
-                gq[Q] = sG[Q * C::POS + pos];
-            else
-                gq[Q] = tma::ld_cluster_f32(gbase[r] + ((Q - r * C::QG) * C::POS + pos) * 4);
+            constexpr int Q = decltype(q)::value;
+            if constexpr (C::GROUPS == 1) {
+                gq[Q] = sG[(Q * C::BM + row) * C::GS + col];
+            } else {
+                constexpr int r = Q / C::QG;
+                gq[Q] = tma::ld_cluster_f32(gbase[r] + (((Q - r * C::QG) * C::BM + row) * C::GS + col) * 4);
+            }
         });
         const int64_t off = b * Ni + n;
         float xv[D], yv[D], tx[D] = {}, ty[D] = {};

@@ -142,12 +142,14 @@ __device__ __forceinline__ uint32_t cluster_addr(const void *p, uint32_t rank)
 #endif
     return a;
 }
-/* A float from distributed shared memory (cluster_addr), after a cluster_sync that published it. */
+/* A float from distributed shared memory (cluster_addr), after a cluster_sync that published it
+ * (volatile keeps it after that barrier; no memory clobber, so ordinary loads around it may
+ * still be scheduled across it). */
 __device__ __forceinline__ float ld_cluster_f32(uint32_t addr)
 {
     float v = 0.f;
 #if FC_HAVE_TMA
-    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
 #else
     __trap();
 #endif
