@@ -127,11 +127,11 @@ def test_unaligned_rows_fall_back(sm90_on, mode):
 
 
 # The Hopper backward kernels (fcgp_wgmma_gz.cuh, fcgp_wgmma_gw.cuh), switched on with
-# _C._fcgp_sm90_bwd: N_in and N_out not multiples of their tiles (gz: 32 columns of N_in, over a
-# pair of CTAs at D = 8; gW: 48 of N_out, in two path groups at D = 8), a batch that ends inside a
-# step and one that the weight gradient splits over several blocks, and rows of N_in or N_out of
-# any length (gW's transposed copies need no alignment; gz keeps the mma.sync kernel when go's
-# rows are not 16 bytes)
+# _C._fcgp_sm90_bwd: N_in and N_out not multiples of their tiles (gz: 16 or 32 columns of N_in,
+# over a pair of CTAs for Cl(3,0) tf32; gW: 48 of N_out, in two path groups at D = 8), a batch
+# that ends inside a step and one that the weight gradient splits over several blocks, and rows
+# of N_in or N_out of any length (gW's transposed copies need no alignment; gz keeps the
+# mma.sync kernel when go's rows are not 16 bytes)
 BWD_SHAPES = [
     pytest.param((200,), 64, 104, id="B200-64-104"),
     pytest.param((3, 23), 120, 72, id="B3x23-120-72"),  # batch 69: a step's tail

@@ -9,17 +9,16 @@
  * step as the A loads read go (phys_col), tf32-rounded, and the paths in slot order (GzSlots:
  * by output grade) (prep_wz of fcgp_sm90a.cu), brought in the 32-byte swizzle. The paths of an
  * output component j are all those of its grade, so in slot order their tiles lie side by side
- * and one wgmma of N = (j's pairs) x BN computes all of j's G at once (m64n128 / n192 for
- * Cl(3,0), n96 / n128 for Cl(2,0)).
+ * and one wgmma of N = (j's pairs) x BN computes all of j's G at once (N = 64 to 192).
  *
- * A tile of 64 batch rows x BN = 32 columns of N_in needs every pair's G (44 for Cl(3,0)),
- * more accumulators than one CTA holds at that width. So at D = 8 a cluster of GROUPS = 2 CTAs
- * shares the tile: CTA r computes the pairs of components [r D/2, (r+1) D/2) (grades 0, 1 or
- * 2, 3), bringing only those components of go and only its grades' paths of W (8 + 10 KB a
- * step where one CTA over 16 columns and all pairs brought 16 + 10), then both stage their G
- * in shared memory and each finishes half the tile's positions reading the other's G through
- * distributed shared memory. Inside a CTA, warpgroup w takes half its components and their
- * pairs (10 or 12 at Cl(3,0), 7 at Cl(2,0)), every pair's accumulators at the same positions,
+ * A tile of 64 batch rows x BN columns of N_in needs every pair's G (44 for Cl(3,0)): one CTA
+ * holds them all over BN = 16 columns (Cl(3,0) bf16) or 32 (Cl(2,0)). For Cl(3,0) tf32 a
+ * cluster of GROUPS = 2 CTAs shares a 32-column tile instead: CTA r computes the pairs of
+ * components [r D/2, (r+1) D/2) (grades 0, 1 or 2, 3), bringing only those components of go and
+ * only its grades' paths of W (8 + 10 KB a step where one CTA over 16 columns and all pairs
+ * brought 16 + 10), then both stage their G in shared memory and each finishes half the tile's
+ * positions reading the other's G through distributed shared memory. Inside a CTA, warpgroup w
+ * takes half its components and their pairs, every pair's accumulators at the same positions,
  * BN / 2 fp32 a pair and thread. Each thread finishes positions as fcgp.cu's gz_kernel does,
  * forming xg, yg from x, y there (no gated copies in memory).
  */
@@ -69,13 +68,18 @@ template <int ID> __host__ __device__ constexpr int pairs_of(int j0, int n)
 
 template <int ID, int MODE> struct GzCfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P, NP = Plans<ID>::pair.np;
-    static constexpr int GROUPS = D == 8 ? 2 : 1, JG = D / GROUPS, JW = JG / 2; /* components: a CTA, a warpgroup */
+    /* CTAs a cluster: 2 for Cl(3,0) tf32 (1093 -> 933 us at B 4096, N 512); bf16's steps carry
+     * twice the flops, and there one CTA over 16 columns and all pairs ran faster (521 us, against
+     * 543 for the pair) */
+    static constexpr int GROUPS = D == 8 && MODE == kTF32 ? 2 : 1;
+    static constexpr int JG = D / GROUPS, JW = JG / 2;      /* components: a CTA, a warpgroup */
     static constexpr int PS = P / GROUPS, QG = NP / GROUPS;  /* a CTA's paths (slots) and pairs */
-    static constexpr int BM = 64, BN = 32, THREADS = 256, STAGES = 6;
+    static constexpr int BM = 64, BN = D == 4 || GROUPS == 2 ? 32 : 16, THREADS = 256, STAGES = 6;
     static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* N_out a step: 32 bytes */
     static constexpr int OB = JG * BM * 32, WB = PS * BN * 32, STAGE = OB + WB; /* go tile, W tiles */
-    static constexpr int POS = BM * BN, GS = BN + 8; /* G staged a row GS floats apart: float2 stores
-                                                         * of the accumulators free of bank conflicts */
+    /* G staged a row GS floats apart: BN + 8 makes the accumulators' float2 stores free of bank
+     * conflicts, where that fits (not at 44 pairs x 16 columns) */
+    static constexpr int POS = BM * BN, GS = QG * BM * (BN + 8) * 4 + 2048 <= 227 * 1024 ? BN + 8 : BN;
     static constexpr int QW = [] { /* pairs a warpgroup, at most */
         int m = 0;
         for (int u = 0; u < 2 * GROUPS; ++u)
