@@ -181,8 +181,9 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds_
         for (int ql = 0; ql < C::QW; ++ql)
             wg::fence_operands(acc[ql]);
         /* both warpgroups are past their last step (and so every copy has landed and been read):
-         * barrier 1 over the CTA's 256 threads, as each warpgroup reaches it from its own code */
-        asm volatile("bar.sync 1, 256;\n" ::: "memory");
+         * barrier 1 over the CTA's 256 threads, each warpgroup reaching it from its own code, so
+         * the non-.aligned form (bar.sync is barrier.sync.aligned: one instruction for all) */
+        asm volatile("barrier.sync 1, 256;\n" ::: "memory");
         /* acc[ql][4c + 2h + e] is pair q0 + ql at row 16 warp + g + 8h, column 8c + 2t + e */
 #pragma unroll
         for (int ql = 0; ql < nq; ++ql)
