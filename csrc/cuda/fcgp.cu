@@ -455,7 +455,24 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
         inv[g] = C(1) / r;
         dot[g] = 0;
     }
-    for (int64_t m = threadIdx.x; m < No; m += blockDim.x) {
+    /* the row's first MC rounds of features stay in registers for the second pass (N_out up to
+     * 512 with 128 threads): the row is read once, not twice, where they fit */
+    constexpr int MC = D * sizeof(C) <= 32 ? 4 : 0;
+    C gc[MC ? MC : 1][D], vc[MC ? MC : 1][D];
+#pragma unroll
+    for (int u = 0; u < MC; ++u) {
+        const int64_t m = threadIdx.x + (int64_t)u * blockDim.x;
+        if (m < No)
+            static_for<D>([&](auto ac) {
+                constexpr int a = decltype(ac)::value;
+                constexpr int g = A::table.grade[a];
+                const int64_t i = ((int64_t)a * B + b) * No + m;
+                gc[u][a] = load<Tio>(gout[i]);
+                vc[u][a] = load<Tv>(v_in[i]);
+                dot[g] += gc[u][a] * vc[u][a];
+            });
+    }
+    for (int64_t m = threadIdx.x + (int64_t)MC * blockDim.x; m < No; m += blockDim.x) {
         static_for<D>([&](auto ac) {
             constexpr int a = decltype(ac)::value;
             constexpr int g = A::table.grade[a];
@@ -468,14 +485,14 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
 #pragma unroll
     for (int g = 0; g < G; ++g)
         coef[g] = No > 0 ? dot[g] * inv[g] * (FROM_OUT ? C(1) : inv[g] * inv[g]) / (C)No : C(0);
-    for (int64_t m = threadIdx.x; m < No; m += blockDim.x) {
-        C v[D], t[G];
+    /* go at feature m from the row's gout and v there (gv, v: registers) */
+    auto finish = [&](int64_t m, const C(&gv)[D], const C(&v)[D]) {
+        C t[G];
 #pragma unroll
         for (int g = 0; g < G; ++g)
             t[g] = 0;
         static_for<D>([&](auto ac) {
             constexpr int a = decltype(ac)::value;
-            v[a] = load<Tv>(v_in[((int64_t)a * B + b) * No + m]);
             constexpr int g = A::table.grade[a], s = A::table.grade_sign[a];
             if constexpr (s != 0)
                 t[g] += C(s) * v[a] * v[a];
@@ -483,10 +500,25 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
         static_for<D>([&](auto ac) {
             constexpr int a = decltype(ac)::value;
             constexpr int g = A::table.grade[a], s = A::table.grade_sign[a];
-            const int64_t i = ((int64_t)a * B + b) * No + m;
             const C c = coef[g] * sign_of(t[g]) * C(s);
-            go[i] = store<Tg>(load<Tio>(gout[i]) * inv[g] - c * v[a]);
+            go[((int64_t)a * B + b) * No + m] = store<Tg>(gv[a] * inv[g] - c * v[a]);
         });
+    };
+#pragma unroll
+    for (int u = 0; u < MC; ++u) {
+        const int64_t m = threadIdx.x + (int64_t)u * blockDim.x;
+        if (m < No)
+            finish(m, gc[u], vc[u]);
+    }
+    for (int64_t m = threadIdx.x + (int64_t)MC * blockDim.x; m < No; m += blockDim.x) {
+        C gv[D], v[D];
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value;
+            const int64_t i = ((int64_t)a * B + b) * No + m;
+            gv[a] = load<Tio>(gout[i]);
+            v[a] = load<Tv>(v_in[i]);
+        });
+        finish(m, gv, v);
     }
 }
 

@@ -205,18 +205,26 @@ __global__ void __launch_bounds__(256, 1)
         wg::fence_operands(acc[pl]);
     /* acc[pl][4c + 2h + e]: path grp PG + wgi PH + pl, row n0 + 16 warp + g + 8h, column m0 + 8c + 2t + e */
     float *part = partial + (size_t)blockIdx.z * P * Ni * No;
+    /* a thread's two adjacent columns in one 8-byte store where they are aligned (N_out even):
+     * four threads then fill each 32-byte sector */
 #pragma unroll
     for (int pl = 0; pl < C::PH; ++pl)
 #pragma unroll
         for (int c = 0; c < C::NT / 8; ++c)
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int n = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t + e;
-                    if (n < Ni && m < No)
-                        part[((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + n) * No + m] = acc[pl][4 * c + 2 * h + e];
+            for (int h = 0; h < 2; ++h) {
+                const int n = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t;
+                if (n >= Ni || m >= No)
+                    continue;
+                float *dst = part + ((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + n) * No + m;
+                if (No % 2 == 0) {
+                    *(float2 *)dst = make_float2(acc[pl][4 * c + 2 * h], acc[pl][4 * c + 2 * h + 1]);
+                } else {
+                    dst[0] = acc[pl][4 * c + 2 * h];
+                    if (m + 1 < No)
+                        dst[1] = acc[pl][4 * c + 2 * h + 1];
                 }
+            }
 }
 
 } // namespace sm90
