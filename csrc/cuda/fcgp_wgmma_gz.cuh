@@ -68,9 +68,9 @@ template <int ID> __host__ __device__ constexpr int pairs_of(int j0, int n)
 
 template <int ID, int MODE> struct GzCfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P, NP = Plans<ID>::pair.np;
-    /* CTAs a cluster: 2 for Cl(3,0) tf32 (1093 -> 933 us at B 4096, N 512); bf16's steps carry
-     * twice the flops, and there one CTA over 16 columns and all pairs ran faster (521 us, against
-     * 543 for the pair) */
+    /* CTAs a cluster: 2 for Cl(3,0) tf32 (981 -> 939 us at B 4096, N 512, NOTES_FCGP.md session
+     * 12); bf16's steps carry twice the flops, and there one CTA over 16 columns and all pairs ran
+     * as fast or faster (521-541 us, against 543-552 for the pair) */
     static constexpr int GROUPS = D == 8 && MODE == kTF32 ? 2 : 1;
     static constexpr int JG = D / GROUPS, JW = JG / 2;      /* components: a CTA, a warpgroup */
     static constexpr int PS = P / GROUPS, QG = NP / GROUPS;  /* a CTA's paths (slots) and pairs */
@@ -78,7 +78,8 @@ template <int ID, int MODE> struct GzCfg {
     static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* N_out a step: 32 bytes */
     static constexpr int OB = JG * BM * 32, WB = PS * BN * 32, STAGE = OB + WB; /* go tile, W tiles */
     /* G staged a row GS floats apart: BN + 8 makes the accumulators' float2 stores free of bank
-     * conflicts, where that fits (not at 44 pairs x 16 columns) */
+     * conflicts, where that fits beside the alignment slack and barriers (not at 44 pairs x 16
+     * columns) */
     static constexpr int POS = BM * BN, GS = QG * BM * (BN + 8) * 4 + 2048 <= 227 * 1024 ? BN + 8 : BN;
     static constexpr int QW = [] { /* pairs a warpgroup, at most */
         int m = 0;
