@@ -455,6 +455,22 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
         inv[g] = C(1) / r;
         dot[g] = 0;
     }
+    /* gout and v of the row at feature m */
+    auto load_at = [&](int64_t m, C(&gv)[D], C(&v)[D]) {
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value;
+            const int64_t i = ((int64_t)a * B + b) * No + m;
+            gv[a] = load<Tio>(gout[i]);
+            v[a] = load<Tv>(v_in[i]);
+        });
+    };
+    auto add_dots = [&](const C(&gv)[D], const C(&v)[D]) {
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value;
+            constexpr int g = A::table.grade[a];
+            dot[g] += gv[a] * v[a];
+        });
+    };
     /* the row's first MC rounds of features stay in registers for the second pass (N_out up to
      * 512 with 128 threads): the row is read once, not twice, where they fit */
     constexpr int MC = D * sizeof(C) <= 32 ? 4 : 0;
@@ -462,23 +478,15 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
 #pragma unroll
     for (int u = 0; u < MC; ++u) {
         const int64_t m = threadIdx.x + (int64_t)u * blockDim.x;
-        if (m < No)
-            static_for<D>([&](auto ac) {
-                constexpr int a = decltype(ac)::value;
-                constexpr int g = A::table.grade[a];
-                const int64_t i = ((int64_t)a * B + b) * No + m;
-                gc[u][a] = load<Tio>(gout[i]);
-                vc[u][a] = load<Tv>(v_in[i]);
-                dot[g] += gc[u][a] * vc[u][a];
-            });
+        if (m < No) {
+            load_at(m, gc[u], vc[u]);
+            add_dots(gc[u], vc[u]);
+        }
     }
     for (int64_t m = threadIdx.x + (int64_t)MC * blockDim.x; m < No; m += blockDim.x) {
-        static_for<D>([&](auto ac) {
-            constexpr int a = decltype(ac)::value;
-            constexpr int g = A::table.grade[a];
-            const int64_t i = ((int64_t)a * B + b) * No + m;
-            dot[g] += load<Tio>(gout[i]) * load<Tv>(v_in[i]);
-        });
+        C gv[D], v[D];
+        load_at(m, gv, v);
+        add_dots(gv, v);
     }
     group_sum_runtime<G>(dot, red, warp, lane, 4);
     C coef[G];
@@ -512,12 +520,7 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
     }
     for (int64_t m = threadIdx.x + (int64_t)MC * blockDim.x; m < No; m += blockDim.x) {
         C gv[D], v[D];
-        static_for<D>([&](auto ac) {
-            constexpr int a = decltype(ac)::value;
-            const int64_t i = ((int64_t)a * B + b) * No + m;
-            gv[a] = load<Tio>(gout[i]);
-            v[a] = load<Tv>(v_in[i]);
-        });
+        load_at(m, gv, v);
         finish(m, gv, v);
     }
 }
