@@ -34,6 +34,7 @@ namespace sm90 {
 /* The paths in the order of the prepared W copy (slot order): by output grade, stably. */
 struct GzSlots {
     unsigned char path[FC_MAX_P];  /* slot -> path */
+    unsigned char slot[FC_MAX_P];  /* path -> slot */
     unsigned char first[FC_MAX_D]; /* j -> the slot of its first pair */
     bool ok;                       /* every j's pairs lie in consecutive slots, in pair order */
 };
@@ -42,20 +43,20 @@ template <int ID> constexpr GzSlots make_gz_slots()
     const AlgebraTable &tb = AlgebraTraits<ID>::table;
     const auto &pl = Plans<ID>::pair;
     GzSlots s{};
-    int grade_out[FC_MAX_P] = {}, slot[FC_MAX_P] = {}, n = 0;
+    int grade_out[FC_MAX_P] = {}, n = 0;
     for (int t = 0; t < tb.T; ++t)
         grade_out[tb.term[t].path] = tb.grade[tb.term[t].j];
     for (int g = 0; g < tb.G; ++g)
         for (int p = 0; p < tb.P; ++p)
             if (grade_out[p] == g) {
                 s.path[n] = (unsigned char)p;
-                slot[p] = n++;
+                s.slot[p] = (unsigned char)n++;
             }
     s.ok = n == tb.P;
     for (int j = 0; j < tb.D; ++j) {
-        s.first[j] = (unsigned char)slot[pl.pp[pl.jbegin[j]]];
+        s.first[j] = s.slot[pl.pp[pl.jbegin[j]]];
         for (int q = pl.jbegin[j]; q < pl.jbegin[j + 1]; ++q)
-            s.ok = s.ok && slot[pl.pp[q]] == s.first[j] + (q - pl.jbegin[j]);
+            s.ok = s.ok && s.slot[pl.pp[q]] == s.first[j] + (q - pl.jbegin[j]);
     }
     return s;
 }
@@ -93,12 +94,8 @@ template <int ID, int MODE> struct GzCfg {
     static constexpr bool grouped = [] { /* CTA r's pairs: [r QG, (r+1) QG), on slots [r PS, (r+1) PS) */
         bool ok = NP % GROUPS == 0 && P % GROUPS == 0 && JG % 2 == 0;
         for (int r = 0; r < GROUPS; ++r)
-            for (int q = Plans<ID>::pair.jbegin[r * JG]; q < Plans<ID>::pair.jbegin[(r + 1) * JG]; ++q) {
-                int slot = 0;
-                for (int u = 0; u < P; ++u)
-                    slot = slots.path[u] == Plans<ID>::pair.pp[q] ? u : slot;
-                ok = ok && q / QG == r && slot / PS == r;
-            }
+            for (int q = Plans<ID>::pair.jbegin[r * JG]; q < Plans<ID>::pair.jbegin[(r + 1) * JG]; ++q)
+                ok = ok && q / QG == r && slots.slot[Plans<ID>::pair.pp[q]] / PS == r;
         return ok;
     }();
     static_assert(slots.ok, "each output component's paths are consecutive in slot order");
