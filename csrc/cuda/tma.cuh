@@ -99,6 +99,19 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar)
 #endif
 }
 
+/* The shared::cluster address of this CTA's shared memory at p as seen in CTA `rank` of the
+ * cluster (distributed shared memory; rank may be this CTA's own). */
+__device__ __forceinline__ uint32_t cluster_addr(const void *p, uint32_t rank)
+{
+    uint32_t a = 0;
+#if FC_HAVE_TMA
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(p)), "r"(rank));
+#else
+    __trap();
+#endif
+    return a;
+}
+
 /* Arrive on the mbarrier at the same offset in CTA `rank` of this cluster (rank may be this
  * CTA's own). CLUSTER_RELEASE: a cluster-scope release, which is a fence (MEMBAR); without
  * it the default CTA-scope release, as CUTLASS's cluster pipelines release a stage to its
@@ -109,8 +122,7 @@ template <bool CLUSTER_RELEASE>
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
 {
 #if FC_HAVE_TMA
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
+    const uint32_t remote = cluster_addr(bar, rank);
     if constexpr (CLUSTER_RELEASE)
         asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
     else
@@ -130,18 +142,6 @@ __device__ __forceinline__ void cluster_sync()
 #endif
 }
 
-/* The shared::cluster address of this CTA's shared memory at p as seen in CTA `rank` of the
- * cluster (distributed shared memory; rank may be this CTA's own). */
-__device__ __forceinline__ uint32_t cluster_addr(const void *p, uint32_t rank)
-{
-    uint32_t a = 0;
-#if FC_HAVE_TMA
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(p)), "r"(rank));
-#else
-    __trap();
-#endif
-    return a;
-}
 /* A float from distributed shared memory (cluster_addr), after a cluster_sync that published it
  * (volatile keeps it after that barrier; no memory clobber, so ordinary loads around it may
  * still be scheduled across it). */
