@@ -7,8 +7,8 @@
 #                                      benchmark tables of issues 3 (SGP, with its host-overhead
 #                                      line) and 4 (FCGP against torch.bmm)
 # STAGES=build,test,sidestream,sanitize,sass,bench selects stages (bench_sgp / bench_fcgp: one table;
-# parts_fcgp: fcgp_parts.py's per-kernel split; ncu_fcgp: Nsight Compute on the Hopper FCGP kernels,
-# neither in the default set); SANITIZE_TOOLS="memcheck racecheck"
+# parts_fcgp: fcgp_parts.py's per-kernel split; ncu_fcgp: Nsight Compute on the Hopper FCGP kernels;
+# ncu_src_fcgp: their stall samples per source line; none of these in the default set); SANITIZE_TOOLS="memcheck racecheck"
 # selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
 # GPU_TESTS="tests/test_gpu_fcgp.py ..." narrows the test stage to those files (default tests/);
 # logs and results go to $OUT (default gpu_check_out).
@@ -139,6 +139,19 @@ if has ncu_fcgp; then
     [ $? -eq 0 ] || status=1
     grep -E "^  void|Duration|L2 Cache Throughput|Issue Slots Busy|Warp Cycles Per Issued|Stall (Long|GMMA|Wait|Barrier|Membar|Math|Short|MIO)" \
         "$OUT/ncu_fcgp.txt" | cut -c1-100 | head -n 60
+fi
+
+if has ncu_src_fcgp; then
+    step "Nsight Compute, per source line: where the Hopper FCGP kernels' warps stall (Cl(3,0) tf32)"
+    # one launch of each kernel, its report kept; the source page sums the stall samples per
+    # CUDA line (the build has -lineinfo), ncu_source_summary.py ranks them
+    for k in fwd_tma_kernel gz_tma_kernel gw_tma_kernel; do
+        ncu --kernel-name regex:"$k" --launch-count 1 --set full --import-source yes -f -o "$OUT/src_$k" \
+            python3 benchmarks/fcgp_parts.py --cells 3,float32,4096,512 --once >"$OUT/ncu_src_$k.log" 2>&1 || status=1
+        ncu -i "$OUT/src_$k.ncu-rep" --page source --csv --print-source cuda >"$OUT/src_$k.csv" 2>&1 || status=1
+        python3 benchmarks/ncu_source_summary.py "$OUT/src_$k.csv" --top 30 | tee "$OUT/src_$k.txt" | head -n 45
+        rm -f "$OUT/src_$k.ncu-rep"
+    done
 fi
 
 echo
