@@ -143,14 +143,17 @@ fi
 
 if has ncu_src_fcgp; then
     step "Nsight Compute, per source line: where the Hopper FCGP kernels' warps stall (Cl(3,0) tf32)"
-    # one launch of each kernel, its report kept; the source page sums the stall samples per
-    # CUDA line (the build has -lineinfo), ncu_source_summary.py ranks them
-    for k in fwd_tma_kernel gz_tma_kernel gw_tma_kernel; do
-        ncu --kernel-name regex:"$k" --launch-count 1 --set full --import-source yes -f -o "$OUT/src_$k" \
-            python3 benchmarks/fcgp_parts.py --cells 3,float32,4096,512 --once >"$OUT/ncu_src_$k.log" 2>&1 || status=1
-        ncu -i "$OUT/src_$k.ncu-rep" --page source --csv --print-source cuda >"$OUT/src_$k.csv" 2>&1 || status=1
-        python3 benchmarks/ncu_source_summary.py "$OUT/src_$k.csv" --top 30 | tee "$OUT/src_$k.txt" | head -n 45
-        rm -f "$OUT/src_$k.ncu-rep"
+    # one launch of each kernel; the source page lists the SASS with each instruction's stall
+    # samples (the CUDA view prints no metrics), ncu_source_summary.py ranks them and splits them
+    # along the kernel; only its summary is kept
+    for k in ${NCU_KERNELS:-fwd_tma_kernel gz_tma_kernel gw_tma_kernel}; do
+        ncu --kernel-name regex:"$k" --launch-count 1 --section WarpStateStats --section SourceCounters \
+            --import-source yes -f -o "$OUT/src_$k" \
+            python3 benchmarks/fcgp_parts.py --cells 3,float32,4096,512 --once >"$OUT/ncu_src.log" 2>&1 || status=1
+        ncu -i "$OUT/src_$k.ncu-rep" --page source --csv --print-source sass >"$OUT/src.csv" 2>&1 || status=1
+        python3 benchmarks/ncu_source_summary.py "$OUT/src.csv" --top 40 >"$OUT/src_$k.txt" 2>&1
+        head -n 70 "$OUT/src_$k.txt"
+        rm -f "$OUT/src_$k.ncu-rep" "$OUT/src.csv"
     done
 fi
 
