@@ -618,9 +618,14 @@ PyObject *fc_bind_workspace_size(PyObject *module, PyObject *args, PyObject *kwa
     a.precision = (fc_precision)precision;
     a.gate = gate;
     a.device = device;
-    static char stand_in; /* the sizes read only whether out and norms are given, never them */
+    /* the sizes read only whether out, norms and the gradients are given (and the gradients'
+     * 16-byte alignment: the FCGP backward may lend grad_x, grad_y as scratch), never them;
+     * every call through the bindings gives all three gradients */
+    static _Alignas(16) char stand_in[16];
     if (saved_out)
-        a.out = a.norms = &stand_in;
+        a.out = a.norms = stand_in;
+    if (bwd)
+        a.grad_x = a.grad_y = a.grad_weight = stand_in;
     return PyLong_FromSize_t(workspace_needed(&c, &a));
 }
 

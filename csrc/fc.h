@@ -99,7 +99,9 @@ fc_status fc_fcgp_backward_cpu(const fc_args *a);
 /* The CUDA backend (cuda/). Stream is a cudaStream_t. In a build without CUDA these
  * return FC_ERR_NO_CUDA. Workspace sizes depend on the shapes and on what a->device is (its
  * multiprocessor count, whether it takes the Hopper FCGP path), never on B for the
- * weight-gradient partials beyond a fixed cap; 0 means none needed. */
+ * weight-gradient partials beyond a fixed cap; 0 means none needed. The FCGP backward's also
+ * depends on whether grad_x and grad_y are given and 16-byte aligned (it may use them as
+ * scratch before writing them): size it with the gradients the call will have. */
 size_t fc_sgp_forward_workspace_cuda(const fc_args *a);
 size_t fc_sgp_backward_workspace_cuda(const fc_args *a);
 size_t fc_fcgp_forward_workspace_cuda(const fc_args *a);

@@ -21,7 +21,15 @@ from conftest import seed_for
 
 torch = pytest.importorskip("torch")
 
-from gpu_util import FCGP_MODES, assert_mode, check_fcgp, make_fcgp, np64  # noqa: E402
+from gpu_util import (  # noqa: E402
+    FCGP_MODES,
+    assert_fcgp,
+    assert_mode,
+    check_fcgp,
+    make_fcgp,
+    np64,
+    stream_handle,
+)
 
 import flashclifford as fc  # noqa: E402
 from flashclifford import reference  # noqa: E402
@@ -140,6 +148,7 @@ BWD_SHAPES = [
     pytest.param((37,), 45, 32, id="B37-45-32"),  # N_in 45: the mma.sync forward, the Hopper backward
     pytest.param((66,), 40, 45, id="B66-40-45"),  # N_out 45: gz keeps mma.sync, gW does not
     pytest.param((1,), 8, 1, id="B1-8-1"),  # one normalized feature
+    pytest.param((2, 128), 64, 40, id="B2x128-64-40"),  # whole bf16 steps: xg^T, yg^T in grad_x, grad_y
 ]
 
 
@@ -174,13 +183,17 @@ def test_backward_planned_and_deterministic(bwd_on, alg, mode):
         return fc._C.workspace_size("fcgp", True, alg.id, DTYPE_NAMES[dtype], B, n_in, n_out,
                                     PRECISION_CODES[precision], True, torch.cuda.current_device())
 
-    # its workspace holds xg^T, yg^T and go^T (the batch padded to whole steps) and W with N_out
-    # permuted (P, N_in, N_out)
+    # its workspace holds go^T (the batch padded to whole steps), then W with N_out permuted
+    # (P, N_in, N_out) over gW's partials, and xg^T, yg^T unless grad_x and grad_y can hold them
+    # (B = 3000: whole tf32 steps; fp32 data with bf16 products: the gradients are twice as wide)
     on = ws()
     fc._C._fcgp_sm90_bwd(False)
     off = ws()
     fc._C._fcgp_sm90_bwd(True)
-    assert on != off and on >= alg.D * (2 * n_in + n_out) * B * size + alg.P * n_in * n_out * size
+    in_grads = mode != "bfloat16"
+    transposes = 0 if in_grads else 2 * alg.D * n_in * 3008 * size
+    assert on != off and on >= alg.D * n_out * B * size + alg.P * n_in * n_out * size + transposes
+    assert (on < alg.D * (2 * n_in + n_out) * B * size) == in_grads
     # several batch splits summed in order, no atomics: bitwise the same from run to run
     x, y, w, gout = make_fcgp(alg, (B,), n_in, n_out, dtype, 7)
     grads = []
@@ -190,3 +203,38 @@ def test_backward_planned_and_deterministic(bwd_on, alg, mode):
         grads.append([t.grad for t in leaves])
     for a, b in zip(*grads, strict=True):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_grads_as_scratch(bwd_on, alg, mode):
+    # gW's transposed operands lie in grad_x, grad_y when both are 16-byte aligned (the sizes
+    # workspace_size gives assume so); given gradients 4 bytes off that: correct all the same
+    # (the launcher sizes a larger workspace itself), and a workspace of workspace_size's bytes
+    # is refused with an error naming it, not overrun
+    dtype, precision = FCGP_MODES[mode][:2]
+    prec = PRECISION_CODES[precision]
+    B, n_in, n_out = 256, 64, 40
+    x, y, w, g = make_fcgp(alg, (B,), n_in, n_out, dtype, seed_for(f"scratch/{alg.name}/{mode}") % 997)
+    s = stream_handle()
+    out, norms = torch.empty_like(g), torch.empty(B, alg.G, device="cuda")
+    fc._C.fcgp_forward(x, y, w, alg.id, True, prec, out=out, norms=norms, stream=s)
+    size = fc._C.workspace_size("fcgp", True, alg.id, DTYPE_NAMES[dtype], B, n_in, n_out, prec, True,
+                                torch.cuda.current_device(), True)
+    args = (g, x, y, w, alg.id, True, prec)
+
+    def off_by_4(t):  # t's shape and dtype, 4 bytes past a 16-byte boundary
+        flat = torch.empty(t.numel() * t.element_size() + 16, dtype=torch.uint8, device="cuda")
+        return flat[4:4 + t.numel() * t.element_size()].view(t.dtype).view(t.shape)
+
+    aligned = fc._C.fcgp_backward(*args, norms=norms, out=out, workspace=torch.empty(size, dtype=torch.uint8,
+                                  device="cuda"), stream=s)
+    gx, gy = off_by_4(x), off_by_4(y)
+    gw = torch.empty_like(w)
+    fc._C.fcgp_backward(*args, norms=norms, out=out, grad_x=gx, grad_y=gy, grad_weight=gw, stream=s)
+    for grads in (aligned, (gx, gy, gw)):
+        assert_fcgp([None, *(torch.from_dlpack(t) for t in grads)], x, y, w, g, alg, True, mode)
+    with pytest.raises(ValueError, match="workspace"):
+        fc._C.fcgp_backward(*args, norms=norms, out=out, grad_x=off_by_4(x), grad_y=off_by_4(y),
+                            grad_weight=torch.empty_like(w),
+                            workspace=torch.empty(size, dtype=torch.uint8, device="cuda"), stream=s)

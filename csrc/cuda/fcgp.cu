@@ -1041,6 +1041,20 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         return (int)S;
     }
 
+    /* The Hopper gW's transposed operands xg^T, yg^T lie in grad_x and grad_y, which the input
+     * gradients overwrite after it: when both are given, 16-byte aligned and large enough (the
+     * batch padded to whole steps fits when B is a multiple of the step, or the data type is
+     * wider than the operand type). Two passes less of workspace; workspace_size passes aligned
+     * stand-ins for the gradients, as every call through the bindings gives them. */
+    static bool gw_in_grads(const fc_args *a)
+    {
+        if constexpr (SM90_TYPES)
+            return sm90_gw_planned(a) && a->grad_x && a->grad_y && aligned16(a->grad_x) && aligned16(a->grad_y) &&
+                   sm90::gw_transpose_bytes(a, MODE, sizeof(E)) <= (size_t)(D * a->B * a->N_in) * sizeof(Tio);
+        else
+            return false;
+    }
+
     /* The backward forms go from the forward's out (given with the norms), not from a
      * recomputed o. */
     static bool from_out(const fc_args *a) { return a->normalize && a->norms && a->out; }
@@ -1078,10 +1092,17 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 L.xg = bp.take((size_t)(D * B * Ni) * sizeof(E));
                 L.yg = bp.take((size_t)(D * B * Ni) * sizeof(E));
             }
-            if (sm90_gz_planned(a))
-                L.gz90 = bp.take(sm90::gz_workspace_bytes(a, MODE, sizeof(E)));
+            /* the Hopper gW runs (and its partials are summed) before the input gradients, so
+             * gz's W copy reuses its region */
+            const size_t gzb = sm90_gz_planned(a) ? sm90::gz_workspace_bytes(a, MODE, sizeof(E)) : 0;
+            const size_t gwb = sm90_gw_planned(a) ? sm90::gw_workspace_bytes(a, MODE, sizeof(E), gw_in_grads(a)) : 0;
+            if (gzb > 0 && gwb > 0)
+                L.gz90 = L.gw90 = bp.take(std::max(gzb, gwb));
+            else if (gzb > 0)
+                L.gz90 = bp.take(gzb);
             if (sm90_gw_planned(a)) {
-                L.gw90 = bp.take(sm90::gw_workspace_bytes(a, MODE, sizeof(E)));
+                if (gzb == 0)
+                    L.gw90 = bp.take(gwb);
             } else {
                 L.S = gw_splits(a, &L.rows_per_split);
                 if (L.S > 1)
@@ -1259,25 +1280,15 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         }
         const int vgo = aligned16(go) && (No * (int64_t)sizeof(E)) % 16 == 0;
 
-        if ((need_x || need_y) && sm90_gz_planned(a) && aligned16(go)) {
-            if constexpr (SM90_TYPES)
-                if ((s = sm90::input_grad(a, MODE, go, w, x, y, a->grad_x, a->grad_y, ws + L.gz90, st)) != FC_OK)
-                    return s;
-        } else if (need_x || need_y) {
-            auto kern = gz_kernel<ID, E, MODE, Tio>;
-            if ((s = set_smem(kern, Z::SMEM)) != FC_OK)
-                return s;
-            const dim3 grid((unsigned)(cdiv(B, Z::BM) * cdiv(Ni, Z::BN)));
-            const int vw = aligned16(w) && (No * (int64_t)sizeof(E)) % 16 == 0;
-            kern<<<grid, kThreads, Z::SMEM, st>>>(go, w, x, y, (Tio *)a->grad_x, (Tio *)a->grad_y, B, Ni, No, vgo,
-                                                  vw, a->gate, Plans<ID>::pair);
-            FC_LAUNCH_CHECK(st);
-        }
+        /* the weight gradient first: its transposed operands may lie in grad_x, grad_y
+         * (gw_in_grads), which the input gradients then write */
         if (need_w && sm90_gw_planned(a)) {
             if constexpr (SM90_TYPES) { /* fp32 partials, summed in split order into grad_weight */
                 float *part = nullptr;
                 int splits = 0;
-                if ((s = sm90::weight_grad(a, MODE, x, y, go, ws + L.gw90, &part, &splits, st)) != FC_OK)
+                const bool in_grads = gw_in_grads(a);
+                if ((s = sm90::weight_grad(a, MODE, x, y, go, ws + L.gw90, in_grads ? a->grad_x : nullptr,
+                                           in_grads ? a->grad_y : nullptr, &part, &splits, st)) != FC_OK)
                     return s;
                 const int64_t n = P * Ni * No;
                 gw_reduce<C, Tio><<<grid_for(n, 256), 256, 0, st>>>(part, (Tio *)a->grad_weight, splits, n);
@@ -1298,6 +1309,20 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 gw_reduce<C, Tio><<<grid_for(n, 256), 256, 0, st>>>(part, (Tio *)a->grad_weight, L.S, n);
                 FC_LAUNCH_CHECK(st);
             }
+        }
+        if ((need_x || need_y) && sm90_gz_planned(a) && aligned16(go)) {
+            if constexpr (SM90_TYPES)
+                if ((s = sm90::input_grad(a, MODE, go, w, x, y, a->grad_x, a->grad_y, ws + L.gz90, st)) != FC_OK)
+                    return s;
+        } else if (need_x || need_y) {
+            auto kern = gz_kernel<ID, E, MODE, Tio>;
+            if ((s = set_smem(kern, Z::SMEM)) != FC_OK)
+                return s;
+            const dim3 grid((unsigned)(cdiv(B, Z::BM) * cdiv(Ni, Z::BN)));
+            const int vw = aligned16(w) && (No * (int64_t)sizeof(E)) % 16 == 0;
+            kern<<<grid, kThreads, Z::SMEM, st>>>(go, w, x, y, (Tio *)a->grad_x, (Tio *)a->grad_y, B, Ni, No, vgo,
+                                                  vw, a->gate, Plans<ID>::pair);
+            FC_LAUNCH_CHECK(st);
         }
         return FC_OK;
     }

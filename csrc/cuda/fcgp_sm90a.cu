@@ -121,22 +121,25 @@ int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split)
 }
 
 namespace {
-/* The weight gradient's workspace: xg^T and yg^T (D, N_in, Bp), go^T (D, N_out, Bp) in the
- * operand type, the batch padded to whole steps (Bp), then the fp32 partials of its splits. */
+/* The weight gradient's workspace: xg^T and yg^T (D, N_in, Bp) in the operand type, the batch
+ * padded to whole steps (Bp), unless the caller lends them (outside: the caller's grad_x, grad_y,
+ * which the input gradients overwrite afterwards), then go^T (D, N_out, Bp), then the fp32
+ * partials of the splits. */
 struct GwLayout {
     int64_t Bp, rows_per_split;
     int splits;
     size_t xgt, ygt, got, part, total; /* byte offsets, 256-aligned for the copy engine */
 };
-GwLayout gw_layout(const fc_args *a, int mode, int operand_bytes)
+GwLayout gw_layout(const fc_args *a, int mode, int operand_bytes, bool outside)
 {
     GwLayout L;
     L.splits = gw_splits(a, mode, &L.rows_per_split);
     L.Bp = cdiv(a->B, kSteps(mode)) * kSteps(mode);
     const size_t D = (size_t)a->alg->D, Bp = (size_t)L.Bp;
+    const size_t xb = outside ? 0 : up256(D * (size_t)a->N_in * Bp * operand_bytes);
     L.xgt = 0;
-    L.ygt = up256(D * (size_t)a->N_in * Bp * operand_bytes);
-    L.got = 2 * L.ygt;
+    L.ygt = xb;
+    L.got = 2 * xb;
     L.part = L.got + up256(D * (size_t)a->N_out * Bp * operand_bytes);
     L.total = L.part + (size_t)L.splits * (size_t)a->alg->P * (size_t)a->N_in * (size_t)a->N_out * sizeof(float);
     return L;
@@ -150,9 +153,14 @@ size_t wt_bytes(const fc_args *a, int mode, int operand_bytes)
 }
 } // namespace
 
-size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
+size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes, bool transposes_outside)
 {
-    return gw_layout(a, mode, operand_bytes).total;
+    return gw_layout(a, mode, operand_bytes, transposes_outside).total;
+}
+
+size_t gw_transpose_bytes(const fc_args *a, int mode, int operand_bytes)
+{
+    return (size_t)a->alg->D * (size_t)a->N_in * (size_t)(cdiv(a->B, kSteps(mode)) * kSteps(mode)) * operand_bytes;
 }
 
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
@@ -339,15 +347,17 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
 namespace {
 
 template <int ID, int MODE>
-fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, void *ws, float **partial, int *splits,
-             cudaStream_t st)
+fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, void *ws, void *xgt_out, void *ygt_out,
+             float **partial, int *splits, cudaStream_t st)
 {
     using C = GwCfg<ID, MODE>;
     using E = Elem<MODE>;
-    const GwLayout L = gw_layout(a, MODE, sizeof(E));
+    const bool outside = xgt_out && ygt_out;
+    const GwLayout L = gw_layout(a, MODE, sizeof(E), outside);
     const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Bp = L.Bp;
     char *p = (char *)ws;
-    E *xgt = (E *)(p + L.xgt), *ygt = (E *)(p + L.ygt), *got = (E *)(p + L.got);
+    E *xgt = outside ? (E *)xgt_out : (E *)(p + L.xgt), *ygt = outside ? (E *)ygt_out : (E *)(p + L.ygt);
+    E *got = (E *)(p + L.got);
     float *part = (float *)(p + L.part);
     /* xg^T, yg^T (D, N_in, Bp); go^T (D, N_out, Bp) with the batch permuted inside each step as
      * load_frags reads xg^T, tf32-rounded: prep_wt's transpose of W, on go (components for paths) */
@@ -417,10 +427,10 @@ fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, 
 }
 
 fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws,
-                      float **partial, int *splits, cudaStream_t stream)
+                      void *xgt, void *ygt, float **partial, int *splits, cudaStream_t stream)
 {
     return dispatch(a, mode, "weight gradient", [&](auto id, auto md) {
-        return gw<decltype(id)::value, decltype(md)::value>(a, x, y, go, ws, partial, splits, stream);
+        return gw<decltype(id)::value, decltype(md)::value>(a, x, y, go, ws, xgt, ygt, partial, splits, stream);
     });
 }
 
@@ -440,8 +450,8 @@ fc_status input_grad(const fc_args *, int, const void *, const void *, const voi
     return FC_ERR_VALUE;
 }
 
-fc_status weight_grad(const fc_args *, int, const void *, const void *, const void *, void *, float **, int *,
-                      cudaStream_t)
+fc_status weight_grad(const fc_args *, int, const void *, const void *, const void *, void *, void *, void *, float **,
+                      int *, cudaStream_t)
 {
     fc_set_error("fcgp: this build has no sm_90a code (build with 9.0 among FLASHCLIFFORD_CUDA_ARCHS)");
     return FC_ERR_VALUE;
