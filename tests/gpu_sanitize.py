@@ -42,7 +42,8 @@ FCGP_MODES = {
 }
 # (B, N_in, N_out): element loads, tails in rows, K and columns, several gW batch splits (the gW
 # kernel steps through at most 32 rows); then 16-byte rows (cp.async), N_out > N_in, a row tail
-FCGP_SHAPES = [(67, 45, 70), (70, 64, 96)]
+# the last: B whole bf16 steps, so the Hopper gW's transposes lie in grad_x, grad_y
+FCGP_SHAPES = [(67, 45, 70), (70, 64, 96), (32, 64, 40)]
 
 
 def host(*shape, dtype):
