@@ -45,12 +45,11 @@ template <int ID> constexpr bool x_split_by_paths(int groups)
 template <int ID, int MODE> struct GwCfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
     static constexpr int GROUPS = D == 8 ? 2 : 1, PG = P / GROUPS, PH = PG / 2, XC = D / GROUPS;
-    static constexpr int BM = 64, NT = 48, THREADS = 256;
+    static constexpr int BM = 64, NT = 48, THREADS = 256, STAGES = 5;
     static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* batch rows a step: 32 bytes */
     static constexpr int XB = XC * BM * 32, YB = D * BM * 32; /* the group's xg^T, all of yg^T */
     static constexpr int GB = D * NT * 32;                    /* go^T tiles */
-    static constexpr int STAGE = XB + YB + GB, STAGES = tma::ring_stages(STAGE, 12);
-    static constexpr int SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
+    static constexpr int STAGE = XB + YB + GB, SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
     static_assert(x_split_by_paths<ID>(GROUPS), "a group's paths read only its x components");
     static_assert((NT * 32) % 256 == 0 && XB % 256 == 0 && STAGE % 256 == 0, "swizzle tiles aligned");
     static_assert(SMEM <= 227 * 1024, "the stages fit");

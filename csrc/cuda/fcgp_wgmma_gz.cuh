@@ -75,11 +75,9 @@ template <int ID, int MODE> struct GzCfg {
     static constexpr int GROUPS = D == 8 && MODE == kTF32 ? 2 : 1;
     static constexpr int JG = D / GROUPS, JW = JG / 2;      /* components: a CTA, a warpgroup */
     static constexpr int PS = P / GROUPS, QG = NP / GROUPS;  /* a CTA's paths (slots) and pairs */
-    static constexpr int BM = 64, BN = D == 4 || GROUPS == 2 ? 32 : 16, THREADS = 256;
+    static constexpr int BM = 64, BN = D == 4 || GROUPS == 2 ? 32 : 16, THREADS = 256, STAGES = 6;
     static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* N_out a step: 32 bytes */
     static constexpr int OB = JG * BM * 32, WB = PS * BN * 32, STAGE = OB + WB; /* go tile, W tiles */
-    /* the ring shares its shared memory with G's staging after the K loop: as deep as fits */
-    static constexpr int STAGES = tma::ring_stages(STAGE, 12);
     /* G staged a row GS floats apart: BN + 8 makes the accumulators' float2 stores free of bank
      * conflicts, where that fits beside the alignment slack and barriers (not at 44 pairs x 16
      * columns) */

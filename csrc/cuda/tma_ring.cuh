@@ -12,15 +12,6 @@
 namespace fc {
 namespace tma {
 
-/* As many stages of `stage` bytes as fit in a CTA's 227 KB of shared memory beside the 1 KB
- * of alignment slack and 2 mbarriers a stage, at most `most`: the copies in flight are what
- * keeps the tiles arriving at the L2's rate (one CTA an SM, 8 warps). */
-__host__ __device__ constexpr int ring_stages(int stage, int most)
-{
-    const int n = (227 * 1024 - 1024) / (stage + 16);
-    return n < most ? n : most;
-}
-
 template <int S> struct Ring {
     uint64_t *full, *empty;
     int steps, issued = 0;
