@@ -1093,17 +1093,12 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 L.yg = bp.take((size_t)(D * B * Ni) * sizeof(E));
             }
             /* the Hopper gW runs (and its partials are summed) before the input gradients, so
-             * gz's W copy reuses its region */
+             * one region serves gW and then gz's W copy */
             const size_t gzb = sm90_gz_planned(a) ? sm90::gz_workspace_bytes(a, MODE, sizeof(E)) : 0;
             const size_t gwb = sm90_gw_planned(a) ? sm90::gw_workspace_bytes(a, MODE, sizeof(E), gw_in_grads(a)) : 0;
-            if (gzb > 0 && gwb > 0)
+            if (gzb > 0 || gwb > 0)
                 L.gz90 = L.gw90 = bp.take(std::max(gzb, gwb));
-            else if (gzb > 0)
-                L.gz90 = bp.take(gzb);
-            if (sm90_gw_planned(a)) {
-                if (gzb == 0)
-                    L.gw90 = bp.take(gwb);
-            } else {
+            if (!sm90_gw_planned(a)) {
                 L.S = gw_splits(a, &L.rows_per_split);
                 if (L.S > 1)
                     L.gwp = bp.take((size_t)L.S * (size_t)(P * Ni * No) * sizeof(C));

@@ -37,6 +37,7 @@ std::atomic<int> g_bwd{-1};     /* the backward kernels: FLASHCLIFFORD_FCGP_SM90
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 __host__ __device__ constexpr int kSteps(int mode) { return mode == kTF32 ? 8 : 16; } /* 32 bytes of K */
 constexpr int kRows = 64;                                            /* rows a tile */
+inline int64_t whole_steps(int64_t n, int mode) { return cdiv(n, kSteps(mode)) * kSteps(mode); } /* K padded */
 /* the tiles' N_out columns, Cfg::NT and GwCfg::NT (checked against them below, where the
  * device headers are compiled) */
 constexpr int tile_cols(int D) { return 512 / D; }
@@ -106,7 +107,7 @@ bool gz_planned(const fc_args *a, int mode, int operand_bytes)
 
 size_t gz_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 {
-    const size_t Nop = (size_t)(cdiv(a->N_out, kSteps(mode)) * kSteps(mode));
+    const size_t Nop = (size_t)whole_steps(a->N_out, mode);
     return up256((size_t)a->alg->P * (size_t)a->N_in * Nop * operand_bytes);
 }
 
@@ -118,6 +119,11 @@ int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split)
     const int64_t S = std::max<int64_t>(1, std::min<int64_t>({8, kb, cdiv(4 * (int64_t)sm_count(a->device), tiles)}));
     *rows_per_split = cdiv(kb, S) * ks;
     return (int)cdiv(a->B, *rows_per_split);
+}
+
+size_t gw_transpose_bytes(const fc_args *a, int mode, int operand_bytes)
+{
+    return (size_t)a->alg->D * (size_t)a->N_in * (size_t)whole_steps(a->B, mode) * operand_bytes;
 }
 
 namespace {
@@ -134,9 +140,9 @@ GwLayout gw_layout(const fc_args *a, int mode, int operand_bytes, bool outside)
 {
     GwLayout L;
     L.splits = gw_splits(a, mode, &L.rows_per_split);
-    L.Bp = cdiv(a->B, kSteps(mode)) * kSteps(mode);
+    L.Bp = whole_steps(a->B, mode);
     const size_t D = (size_t)a->alg->D, Bp = (size_t)L.Bp;
-    const size_t xb = outside ? 0 : up256(D * (size_t)a->N_in * Bp * operand_bytes);
+    const size_t xb = outside ? 0 : up256(gw_transpose_bytes(a, mode, operand_bytes));
     L.xgt = 0;
     L.ygt = xb;
     L.got = 2 * xb;
@@ -148,7 +154,7 @@ GwLayout gw_layout(const fc_args *a, int mode, int operand_bytes, bool outside)
 /* W^T's bytes, rounded up to 256 so that g after it stays aligned for the copy engine */
 size_t wt_bytes(const fc_args *a, int mode, int operand_bytes)
 {
-    const int64_t nip = cdiv(a->N_in, kSteps(mode)) * kSteps(mode);
+    const int64_t nip = whole_steps(a->N_in, mode);
     return up256((size_t)a->alg->P * (size_t)a->N_out * (size_t)nip * (size_t)operand_bytes);
 }
 } // namespace
@@ -156,11 +162,6 @@ size_t wt_bytes(const fc_args *a, int mode, int operand_bytes)
 size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes, bool transposes_outside)
 {
     return gw_layout(a, mode, operand_bytes, transposes_outside).total;
-}
-
-size_t gw_transpose_bytes(const fc_args *a, int mode, int operand_bytes)
-{
-    return (size_t)a->alg->D * (size_t)a->N_in * (size_t)(cdiv(a->B, kSteps(mode)) * kSteps(mode)) * operand_bytes;
 }
 
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
