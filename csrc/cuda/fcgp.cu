@@ -993,7 +993,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
     using Wg = GwCfg<ID, E, MODE>;
 
     struct Layout {
-        size_t xc, yc, wc, o, part, go, xg, yg, gwp, wt, gw90, gz90, total;
+        size_t xc, yc, wc, o, part, go, xg, yg, gwp, wt, gw90, gz90, xyc, total;
         int S;
         int64_t rows_per_split;
     };
@@ -1041,18 +1041,22 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         return (int)S;
     }
 
-    /* The Hopper gW's transposed operands xg^T, yg^T lie in grad_x and grad_y, which the input
-     * gradients overwrite after it: when both are given, 16-byte aligned and large enough (the
-     * batch padded to whole steps fits when B is a multiple of the step, or the data type is
-     * wider than the operand type). Two passes less of workspace; workspace_size passes aligned
-     * stand-ins for the gradients, as every call through the bindings gives them. */
-    static bool gw_in_grads(const fc_args *a)
+    /* Where the Hopper gW's inputs lie: the copy engine reads x, y and the gate product g in
+     * place (fcgp_wgmma_gw.cuh), from 16-byte aligned bases. x, y themselves when aligned (the
+     * converted copies always are), else copies (copy_xy); the copies, or else g, in grad_x and
+     * grad_y when both are given and aligned (lend: the input gradients overwrite them after
+     * gW), otherwise in the workspace. workspace_size passes aligned stand-ins for the
+     * gradients, as every call through the bindings gives all three, and no x, y. */
+    struct GwPlace {
+        bool lend, copy_xy, g_in_grad;
+    };
+    static GwPlace gw_place(const fc_args *a)
     {
-        if constexpr (SM90_TYPES)
-            return sm90_gw_planned(a) && a->grad_x && a->grad_y && aligned16(a->grad_x) && aligned16(a->grad_y) &&
-                   sm90::gw_transpose_bytes(a, MODE, sizeof(E)) <= (size_t)(D * a->B * a->N_in) * sizeof(Tio);
-        else
-            return false;
+        GwPlace p;
+        p.lend = a->grad_x && a->grad_y && aligned16(a->grad_x) && aligned16(a->grad_y);
+        p.copy_xy = !CONV && !(aligned16(a->x) && aligned16(a->y));
+        p.g_in_grad = p.lend && !p.copy_xy;
+        return p;
     }
 
     /* The backward forms go from the forward's out (given with the norms), not from a
@@ -1095,9 +1099,12 @@ template <int ID, class E, int MODE, class Tio> struct Op {
             /* the Hopper gW runs (and its partials are summed) before the input gradients, so
              * one region serves gW and then gz's W copy */
             const size_t gzb = sm90_gz_planned(a) ? sm90::gz_workspace_bytes(a, MODE, sizeof(E)) : 0;
-            const size_t gwb = sm90_gw_planned(a) ? sm90::gw_workspace_bytes(a, MODE, sizeof(E), gw_in_grads(a)) : 0;
+            const GwPlace pl = gw_place(a);
+            const size_t gwb = sm90_gw_planned(a) ? sm90::gw_workspace_bytes(a, MODE, sizeof(E), pl.g_in_grad) : 0;
             if (gzb > 0 || gwb > 0)
                 L.gz90 = L.gw90 = bp.take(std::max(gzb, gwb));
+            if (sm90_gw_planned(a) && pl.copy_xy && !pl.lend) /* x's copy, then y's */
+                L.xyc = bp.take(2 * (size_t)(D * B * Ni) * sizeof(E));
             if (!sm90_gw_planned(a)) {
                 L.S = gw_splits(a, &L.rows_per_split);
                 if (L.S > 1)
@@ -1275,15 +1282,24 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         }
         const int vgo = aligned16(go) && (No * (int64_t)sizeof(E)) % 16 == 0;
 
-        /* the weight gradient first: its transposed operands may lie in grad_x, grad_y
-         * (gw_in_grads), which the input gradients then write */
+        /* the weight gradient first: g (or copies of x, y) may lie in grad_x, grad_y (gw_place),
+         * which the input gradients then write */
         if (need_w && sm90_gw_planned(a)) {
             if constexpr (SM90_TYPES) { /* fp32 partials, summed in split order into grad_weight */
                 float *part = nullptr;
                 int splits = 0;
-                const bool in_grads = gw_in_grads(a);
-                if ((s = sm90::weight_grad(a, MODE, x, y, go, ws + L.gw90, in_grads ? a->grad_x : nullptr,
-                                           in_grads ? a->grad_y : nullptr, &part, &splits, st)) != FC_OK)
+                const GwPlace pl = gw_place(a);
+                const E *xs = x, *ys = y;
+                if (pl.copy_xy) {
+                    const size_t n = (size_t)(D * B * Ni) * sizeof(E);
+                    E *xd = pl.lend ? (E *)a->grad_x : (E *)(ws + L.xyc);
+                    E *yd = pl.lend ? (E *)a->grad_y : (E *)(ws + L.xyc + ((n + 255) & ~(size_t)255));
+                    FC_CUDA_CHECK(cudaMemcpyAsync(xd, x, n, cudaMemcpyDeviceToDevice, st));
+                    FC_CUDA_CHECK(cudaMemcpyAsync(yd, y, n, cudaMemcpyDeviceToDevice, st));
+                    xs = xd, ys = yd;
+                }
+                if ((s = sm90::weight_grad(a, MODE, xs, ys, go, ws + L.gw90, pl.g_in_grad ? a->grad_x : nullptr, &part,
+                                           &splits, st)) != FC_OK)
                     return s;
                 const int64_t n = P * Ni * No;
                 gw_reduce<C, Tio><<<grid_for(n, 256), 256, 0, st>>>(part, (Tio *)a->grad_weight, splits, n);
