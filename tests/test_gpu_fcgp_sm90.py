@@ -207,9 +207,9 @@ def test_backward_planned_and_deterministic(bwd_on, alg, mode):
 @pytest.mark.parametrize("alg", ALGS)
 def test_backward_misaligned(bwd_on, alg, mode):
     # gW reads x, y and the gate product through the copy engine, which needs 16-byte aligned
-    # bases: g lies in grad_x when both gradients are aligned (the sizes workspace_size gives
-    # assume so), and x, y 4 bytes off a boundary are first copied (into the gradients, else into
-    # the workspace). Every mix is correct; misaligned gradients need more workspace than
+    # bases: x, y 4 bytes off a boundary are read through maps that start at the boundary before
+    # them, and g lies in grad_x when both gradients are aligned (the sizes workspace_size gives
+    # assume so). Every mix is correct; misaligned gradients need more workspace than
     # workspace_size's (the launcher sizes it itself), and a workspace of workspace_size's bytes
     # is then refused with an error naming it, not overrun
     dtype, precision = FCGP_MODES[mode][:2]
@@ -243,9 +243,9 @@ def test_backward_misaligned(bwd_on, alg, mode):
         return off_by_4(x), off_by_4(y), torch.empty_like(w)
 
     run(x, y, aligned(), ws())
-    run(off_by_4(x, True), off_by_4(y, True), aligned(), ws())  # x, y copied into the gradients
+    run(off_by_4(x, True), off_by_4(y, True), aligned(), ws())
     run(x, y, misaligned())
-    run(off_by_4(x, True), off_by_4(y, True), misaligned())  # copied into the workspace
+    run(off_by_4(x, True), off_by_4(y, True), misaligned())
     with pytest.raises(ValueError, match="workspace"):
         fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, out=out, grad_x=off_by_4(x),
                             grad_y=off_by_4(y), grad_weight=torch.empty_like(w), workspace=ws(), stream=s)

@@ -993,7 +993,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
     using Wg = GwCfg<ID, E, MODE>;
 
     struct Layout {
-        size_t xc, yc, wc, o, part, go, xg, yg, gwp, wt, gw90, gz90, xyc, total;
+        size_t xc, yc, wc, o, part, go, xg, yg, gwp, wt, gw90, gz90, total;
         int S;
         int64_t rows_per_split;
     };
@@ -1041,22 +1041,13 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         return (int)S;
     }
 
-    /* Where the Hopper gW's inputs lie: the copy engine reads x, y and the gate product g in
-     * place (fcgp_wgmma_gw.cuh), from 16-byte aligned bases. x, y themselves when aligned (the
-     * converted copies always are), else copies (copy_xy); the copies, or else g, in grad_x and
-     * grad_y when both are given and aligned (lend: the input gradients overwrite them after
-     * gW), otherwise in the workspace. workspace_size passes aligned stand-ins for the
-     * gradients, as every call through the bindings gives all three, and no x, y. */
-    struct GwPlace {
-        bool lend, copy_xy, g_in_grad;
-    };
-    static GwPlace gw_place(const fc_args *a)
+    /* The Hopper gW's gate product g lies in grad_x, which the input gradients overwrite after
+     * gW, when grad_x and grad_y are given and 16-byte aligned (the copy engine reads g in
+     * place); otherwise in the workspace. workspace_size passes aligned stand-ins for the
+     * gradients, as every call through the bindings gives all three. */
+    static bool gw_g_in_grad(const fc_args *a)
     {
-        GwPlace p;
-        p.lend = a->grad_x && a->grad_y && aligned16(a->grad_x) && aligned16(a->grad_y);
-        p.copy_xy = !CONV && !(aligned16(a->x) && aligned16(a->y));
-        p.g_in_grad = p.lend && !p.copy_xy;
-        return p;
+        return a->grad_x && a->grad_y && aligned16(a->grad_x) && aligned16(a->grad_y);
     }
 
     /* The backward forms go from the forward's out (given with the norms), not from a
@@ -1099,12 +1090,9 @@ template <int ID, class E, int MODE, class Tio> struct Op {
             /* the Hopper gW runs (and its partials are summed) before the input gradients, so
              * one region serves gW and then gz's W copy */
             const size_t gzb = sm90_gz_planned(a) ? sm90::gz_workspace_bytes(a, MODE, sizeof(E)) : 0;
-            const GwPlace pl = gw_place(a);
-            const size_t gwb = sm90_gw_planned(a) ? sm90::gw_workspace_bytes(a, MODE, sizeof(E), pl.g_in_grad) : 0;
+            const size_t gwb = sm90_gw_planned(a) ? sm90::gw_workspace_bytes(a, MODE, sizeof(E), gw_g_in_grad(a)) : 0;
             if (gzb > 0 || gwb > 0)
                 L.gz90 = L.gw90 = bp.take(std::max(gzb, gwb));
-            if (sm90_gw_planned(a) && pl.copy_xy && !pl.lend) /* x's copy, then y's */
-                L.xyc = bp.take(2 * (size_t)(D * B * Ni) * sizeof(E));
             if (!sm90_gw_planned(a)) {
                 L.S = gw_splits(a, &L.rows_per_split);
                 if (L.S > 1)
@@ -1282,24 +1270,14 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         }
         const int vgo = aligned16(go) && (No * (int64_t)sizeof(E)) % 16 == 0;
 
-        /* the weight gradient first: g (or copies of x, y) may lie in grad_x, grad_y (gw_place),
-         * which the input gradients then write */
+        /* the weight gradient first: g may lie in grad_x (gw_g_in_grad), which the input
+         * gradients then write */
         if (need_w && sm90_gw_planned(a)) {
             if constexpr (SM90_TYPES) { /* fp32 partials, summed in split order into grad_weight */
                 float *part = nullptr;
                 int splits = 0;
-                const GwPlace pl = gw_place(a);
-                const E *xs = x, *ys = y;
-                if (pl.copy_xy) {
-                    const size_t n = (size_t)(D * B * Ni) * sizeof(E);
-                    E *xd = pl.lend ? (E *)a->grad_x : (E *)(ws + L.xyc);
-                    E *yd = pl.lend ? (E *)a->grad_y : (E *)(ws + L.xyc + ((n + 255) & ~(size_t)255));
-                    FC_CUDA_CHECK(cudaMemcpyAsync(xd, x, n, cudaMemcpyDeviceToDevice, st));
-                    FC_CUDA_CHECK(cudaMemcpyAsync(yd, y, n, cudaMemcpyDeviceToDevice, st));
-                    xs = xd, ys = yd;
-                }
-                if ((s = sm90::weight_grad(a, MODE, xs, ys, go, ws + L.gw90, pl.g_in_grad ? a->grad_x : nullptr, &part,
-                                           &splits, st)) != FC_OK)
+                if ((s = sm90::weight_grad(a, MODE, x, y, go, ws + L.gw90, gw_g_in_grad(a) ? a->grad_x : nullptr,
+                                           &part, &splits, st)) != FC_OK)
                     return s;
                 const int64_t n = P * Ni * No;
                 gw_reduce<C, Tio><<<grid_for(n, 256), 256, 0, st>>>(part, (Tio *)a->grad_weight, splits, n);

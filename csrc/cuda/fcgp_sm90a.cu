@@ -242,11 +242,12 @@ constexpr CUtensorMapDataType map_type(int mode)
     return mode == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
-/* A 3-D map of a contiguous (d2, d1, d0) array, boxes of (b2, b1, b0); zeros past its end. */
+/* A 3-D map of a contiguous (d2, d1, d0) array, boxes of (b2, b1, b0); zeros past its end. row:
+ * elements from one row to the next when the map's rows start before the array's (0: d0). */
 fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1,
-                   uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle)
+                   uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle, uint64_t row = 0)
 {
-    const CUresult r = tma::encode_3d(m, base, ty, es, d0, d1, d2, b0, b1, b2, swizzle);
+    const CUresult r = tma::encode_3d(m, base, ty, es, d0, d1, d2, b0, b1, b2, swizzle, row);
     if (r == CUDA_ERROR_NOT_FOUND && !tma::tensor_map_encoder()) {
         fc_set_error("fcgp: the driver has no cuTensorMapEncodeTiled");
         return FC_ERR_CUDA;
@@ -376,8 +377,12 @@ fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, voi
     constexpr CUtensorMapSwizzle sw = CU_TENSOR_MAP_SWIZZLE_128B;
     CUtensorMap xm, ym, gm, om;
     fc_status s;
-    if ((s = make_map(&xm, x, ty, sizeof(E), Ni, B, C::D, C::BOXN, C::KS, C::XC, sw)) != FC_OK ||
-        (s = make_map(&ym, y, ty, sizeof(E), Ni, B, C::D, C::BOXN, C::KS, C::D, sw)) != FC_OK ||
+    /* x, y in place: each map starts at the 16-byte boundary at or before its tensor (the copy
+     * engine's rule; rows are whole 16 bytes, gw_planned), its columns `off` elements in */
+    const int xoff = (int)(((uintptr_t)x & 15) / sizeof(E)), yoff = (int)(((uintptr_t)y & 15) / sizeof(E));
+    const char *xb = (const char *)x - xoff * sizeof(E), *yb = (const char *)y - yoff * sizeof(E);
+    if ((s = make_map(&xm, xb, ty, sizeof(E), Ni + xoff, B, C::D, C::BOXN, C::KS, C::XC, sw, Ni)) != FC_OK ||
+        (s = make_map(&ym, yb, ty, sizeof(E), Ni + yoff, B, C::D, C::BOXN, C::KS, C::D, sw, Ni)) != FC_OK ||
         (s = make_map(&om, got, ty, sizeof(E), Bp, No, C::D, C::KS, C::NT, C::D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
         return s;
     if (!a->gate)
@@ -387,7 +392,7 @@ fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, voi
     auto kern = gw_tma_kernel<ID, MODE>;
     FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
     kern<<<dim3((unsigned)(cdiv(No, C::NT) * C::GROUPS), (unsigned)cdiv(Ni, C::BM), (unsigned)L.splits), C::THREADS,
-           C::SMEM, st>>>(xm, ym, gm, om, part, (int)B, (int)Ni, (int)No, (int)L.rows_per_split, a->gate);
+           C::SMEM, st>>>(xm, ym, gm, om, part, (int)B, (int)Ni, (int)No, (int)L.rows_per_split, a->gate, xoff, yoff);
     FC_LAUNCH_CHECK(st);
     *partial = part;
     *splits = L.splits;

@@ -47,9 +47,9 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * whether it runs for this call (its switch, the device, algebra, operand mode and sizes, rows of
  * x a multiple of 16 bytes as for the forward), its batch splits, its workspace (go^T in the
  * operand type, the gate product g (B, N_in) unless g_outside, and `splits` fp32 partials (P,
- * N_in, N_out)), and the launch: x, y the raw inputs (a->gate: MVGELU), 16-byte aligned (the
- * caller's to check: the copy engine reads them in place), go (D, B, N_out) the output gradient
- * through the norm, all in the operand type; g: where g goes (16-byte aligned, gate_bytes; the
+ * N_in, N_out)), and the launch: x, y the raw inputs (a->gate: MVGELU; read in place, any
+ * alignment of the element type), go (D, B, N_out) the output gradient through the norm, all in
+ * the operand type; g: where g goes (16-byte aligned, gate_bytes; the
  * caller's grad_x before the input gradients overwrite it), or NULL: in ws. It returns the
  * partials (inside ws) for the caller's ordered reduction. */
 bool gw_planned(const fc_args *a, int mode, int operand_bytes);

@@ -170,7 +170,9 @@ __device__ __forceinline__ void load_t(uint2 (&v)[2], const unsigned char *box, 
 /* The weight gradient's partial of batch split blockIdx.z for path group blockIdx.x % GROUPS:
  * xmap, ymap over x, y (N_in, B, D; boxes of BOXN columns x KS rows x XC or D components), gmap
  * over the gate product g (N_in, B, 1; read when gate), all in the 128-byte swizzle; gomap over
- * go^T (Bp, N_out, D) in the 32-byte swizzle; partial (splits, P, N_in, N_out).
+ * go^T (Bp, N_out, D) in the 32-byte swizzle; partial (splits, P, N_in, N_out). xoff, yoff:
+ * where x's and y's columns start in their maps (the maps begin at the 16-byte boundary at or
+ * before them, as the copy engine needs).
  * rows_per_split is a multiple of KS, so no step crosses into the next split; the copy engine
  * fills the rows past B (and go^T's past Bp) with zeros. Thread 0 also produces, polling as
  * the forward does. */
@@ -178,7 +180,7 @@ template <int ID, int MODE>
 __global__ void __launch_bounds__(256, 1)
     gw_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                   const __grid_constant__ CUtensorMap gmap, const __grid_constant__ CUtensorMap gomap,
-                  float *partial, int B, int Ni, int No, int rows_per_split, int gate)
+                  float *partial, int B, int Ni, int No, int rows_per_split, int gate, int xoff, int yoff)
 {
     using C = GwCfg<ID, MODE>;
     constexpr int D = C::D, P = C::P, S = C::STAGES;
@@ -196,8 +198,8 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
         for (int hb = 0; hb < C::HALVES; ++hb) {
             const int n = n0 + hb * C::BOXN;
-            tma::load_3d(buf + hb * C::XC * C::CB, &xmap, n, k0, grp * C::XC, bar);
-            tma::load_3d(buf + C::XB + hb * D * C::CB, &ymap, n, k0, 0, bar);
+            tma::load_3d(buf + hb * C::XC * C::CB, &xmap, n + xoff, k0, grp * C::XC, bar);
+            tma::load_3d(buf + C::XB + hb * D * C::CB, &ymap, n + yoff, k0, 0, bar);
             if (gate)
                 tma::load_3d(buf + C::XB + C::YB + hb * C::CB, &gmap, n, k0, 0, bar);
         }
