@@ -30,6 +30,22 @@ namespace sm90 {
 
 template <int MODE> using Elem = std::conditional_t<MODE == kTF32, float, __nv_bfloat16>;
 
+/* Shared-memory loads by 32-bit shared-window address. Through a stage pointer the compiler
+ * issued generic loads (LD.E, the longer path through the L1) for the fragment loads of every
+ * kernel here (ncu, NOTES_FCGP.md session 14). Volatile: kept after the barrier wait. */
+__device__ __forceinline__ uint32_t lds_b32(uint32_t a)
+{
+    uint32_t v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(a));
+    return v;
+}
+__device__ __forceinline__ uint2 lds_b64(uint32_t a)
+{
+    uint2 v;
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(a));
+    return v;
+}
+
 /* Logical K position L (0 .. KS-1) inside a step -> the physical column it is read from. */
 __host__ __device__ constexpr int phys_col(int mode, int L)
 {
@@ -137,16 +153,17 @@ __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg
 template <int D, int BM, int X0 = 0, int XC = D>
 __device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs, const unsigned char *ys, int r0, int t)
 {
+    const uint32_t xa = smem_u32(xs) + r0 * 32 + t * 8, ya = smem_u32(ys) + r0 * 32 + t * 8;
 #pragma unroll
     for (int c = 0; c < XC; ++c)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-            f.x[X0 + c][h] = *(const uint2 *)(xs + (c * BM + r0 + 8 * h) * 32 + t * 8);
+            f.x[X0 + c][h] = lds_b64(xa + (c * BM + 8 * h) * 32);
 #pragma unroll
     for (int c = 0; c < D; ++c)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-            f.y[c][h] = *(const uint2 *)(ys + (c * BM + r0 + 8 * h) * 32 + t * 8);
+            f.y[c][h] = lds_b64(ya + (c * BM + 8 * h) * 32);
 }
 
 /* MVGELU through one factor a position: every term of z_{j,p} is s xg_i yg_k = s x_i y_k
@@ -449,7 +466,7 @@ __global__ void __launch_bounds__(256, 1)
             uint2 gf[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-                gf[h] = *(const uint2 *)(buf + GOFF + (16 * warp + g + 8 * h) * 32 + t * 8);
+                gf[h] = lds_b64(smem_u32(buf + GOFF) + (16 * warp + g + 8 * h) * 32 + t * 8);
             scale_frags<MODE, D>(f.x, gf);
         }
         const uint32_t w_smem = smem_u32(buf + 2 * C::XB);

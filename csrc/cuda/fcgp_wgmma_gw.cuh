@@ -25,7 +25,6 @@
 #pragma once
 
 #include "fcgp_wgmma.cuh"
-#include "mma_ptx.cuh" /* ldsm_x4_t */
 #include "tma_ring.cuh"
 
 namespace fc {
@@ -150,19 +149,21 @@ template <int MODE, int NC> struct TOffsets {
 };
 
 /* One component's fragments [row half] (Frags layout: .x K column t / (2t, 2t + 1), .y t + 4 /
- * (2t + 8, 2t + 9)) from its box at `box` (CB bytes a component). */
+ * (2t + 8, 2t + 9)) from its box at shared address `box` (CB bytes a component). */
 template <int MODE, int NC>
-__device__ __forceinline__ void load_t(uint2 (&v)[2], const unsigned char *box, const TOffsets<MODE, NC> &o)
+__device__ __forceinline__ void load_t(uint2 (&v)[2], uint32_t box, const TOffsets<MODE, NC> &o)
 {
     if constexpr (MODE == kTF32) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            v[h].x = *(const uint32_t *)(box + o.off[h][0]);
-            v[h].y = *(const uint32_t *)(box + o.off[h][1]);
+            v[h].x = lds_b32(box + o.off[h][0]);
+            v[h].y = lds_b32(box + o.off[h][1]);
         }
     } else {
         uint32_t r[4];
-        ldsm_x4_t(r, box + o.off[0][0]);
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(box + o.off[0][0]));
         v[0].x = r[0], v[1].x = r[1], v[0].y = r[2], v[1].y = r[3];
     }
 }
@@ -215,15 +216,16 @@ __global__ void __launch_bounds__(256, 1)
     auto step = [&](auto gr, const unsigned char *buf) {
         constexpr int GR = decltype(gr)::value;
         Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
+        const uint32_t sb = smem_u32(buf);
 #pragma unroll
         for (int c = 0; c < D; ++c)
-            load_t<MODE, D>(f.y[c], buf + C::XB + c * C::CB, yo);
+            load_t<MODE, D>(f.y[c], sb + C::XB + c * C::CB, yo);
 #pragma unroll
         for (int c = 0; c < C::XC; ++c)
-            load_t<MODE, C::XC>(f.x[GR * C::XC + c], buf + c * C::CB, xo);
+            load_t<MODE, C::XC>(f.x[GR * C::XC + c], sb + c * C::CB, xo);
         if (gate) { /* x times g: every pair's z then carries the gate once */
             uint2 gf[2];
-            load_t<MODE, 1>(gf, buf + C::XB + C::YB, gto);
+            load_t<MODE, 1>(gf, sb + C::XB + C::YB, gto);
             scale_frags<MODE, C::XC>(*reinterpret_cast<uint2(*)[C::XC][2]>(&f.x[GR * C::XC]), gf);
         }
         const uint32_t go_smem = smem_u32(buf + C::XB + C::YB + C::GTB);

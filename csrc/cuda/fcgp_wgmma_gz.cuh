@@ -117,8 +117,8 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE>::QW][GzCfg<
     uint32_t a[C::JW][4];
     static_for<C::JW>([&](auto u) {
         constexpr int jl = jl0 + decltype(u)::value; /* the component's place in the CTA's go tile */
-        const uint2 lo = *(const uint2 *)(gos + (jl * C::BM + r0) * 32 + t * 8);
-        const uint2 hi = *(const uint2 *)(gos + (jl * C::BM + r0 + 8) * 32 + t * 8);
+        const uint2 lo = lds_b64(smem_u32(gos) + (jl * C::BM + r0) * 32 + t * 8);
+        const uint2 hi = lds_b64(smem_u32(gos) + (jl * C::BM + r0 + 8) * 32 + t * 8);
         /* the A order of form_pair: rows g, g + 8 of .x, then of .y */
         const uint32_t v[4] = {lo.x, hi.x, lo.y, hi.y};
 #pragma unroll
@@ -228,7 +228,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds_
         static_for<C::NP>([&](auto q) {
             constexpr int Q = decltype(q)::value;
             if constexpr (C::GROUPS == 1) {
-                gq[Q] = sG[(Q * C::BM + row) * C::GS + col];
+                gq[Q] = __uint_as_float(lds_b32(smem_u32(sG) + ((Q * C::BM + row) * C::GS + col) * 4));
             } else {
                 constexpr int r = Q / C::QG;
                 gq[Q] = tma::ld_cluster_f32(gbase[r] + (((Q - r * C::QG) * C::BM + row) * C::GS + col) * 4);
