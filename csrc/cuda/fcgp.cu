@@ -1041,13 +1041,18 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         return (int)S;
     }
 
-    /* The Hopper gW's gate product g lies in grad_x, which the input gradients overwrite after
-     * gW, when grad_x and grad_y are given and 16-byte aligned (the copy engine reads g in
-     * place); otherwise in the workspace. workspace_size passes aligned stand-ins for the
-     * gradients, as every call through the bindings gives all three. */
-    static bool gw_g_in_grad(const fc_args *a)
+    /* The Hopper gW's transposed operands xg^T, yg^T lie in grad_x and grad_y, which the input
+     * gradients overwrite after it: when both are given, 16-byte aligned and large enough (the
+     * batch padded to whole steps fits when B is a multiple of the step, or the data type is
+     * wider than the operand type). Two passes less of workspace; workspace_size passes aligned
+     * stand-ins for the gradients, as every call through the bindings gives them. */
+    static bool gw_in_grads(const fc_args *a)
     {
-        return a->grad_x && a->grad_y && aligned16(a->grad_x) && aligned16(a->grad_y);
+        if constexpr (SM90_TYPES)
+            return sm90_gw_planned(a) && a->grad_x && a->grad_y && aligned16(a->grad_x) && aligned16(a->grad_y) &&
+                   sm90::gw_transpose_bytes(a, MODE, sizeof(E)) <= (size_t)(D * a->B * a->N_in) * sizeof(Tio);
+        else
+            return false;
     }
 
     /* The backward forms go from the forward's out (given with the norms), not from a
@@ -1090,7 +1095,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
             /* the Hopper gW runs (and its partials are summed) before the input gradients, so
              * one region serves gW and then gz's W copy */
             const size_t gzb = sm90_gz_planned(a) ? sm90::gz_workspace_bytes(a, MODE, sizeof(E)) : 0;
-            const size_t gwb = sm90_gw_planned(a) ? sm90::gw_workspace_bytes(a, MODE, sizeof(E), gw_g_in_grad(a)) : 0;
+            const size_t gwb = sm90_gw_planned(a) ? sm90::gw_workspace_bytes(a, MODE, sizeof(E), gw_in_grads(a)) : 0;
             if (gzb > 0 || gwb > 0)
                 L.gz90 = L.gw90 = bp.take(std::max(gzb, gwb));
             if (!sm90_gw_planned(a)) {
@@ -1270,14 +1275,15 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         }
         const int vgo = aligned16(go) && (No * (int64_t)sizeof(E)) % 16 == 0;
 
-        /* the weight gradient first: g may lie in grad_x (gw_g_in_grad), which the input
-         * gradients then write */
+        /* the weight gradient first: its transposed operands may lie in grad_x, grad_y
+         * (gw_in_grads), which the input gradients then write */
         if (need_w && sm90_gw_planned(a)) {
             if constexpr (SM90_TYPES) { /* fp32 partials, summed in split order into grad_weight */
                 float *part = nullptr;
                 int splits = 0;
-                if ((s = sm90::weight_grad(a, MODE, x, y, go, ws + L.gw90, gw_g_in_grad(a) ? a->grad_x : nullptr,
-                                           &part, &splits, st)) != FC_OK)
+                const bool in_grads = gw_in_grads(a);
+                if ((s = sm90::weight_grad(a, MODE, x, y, go, ws + L.gw90, in_grads ? a->grad_x : nullptr,
+                                           in_grads ? a->grad_y : nullptr, &part, &splits, st)) != FC_OK)
                     return s;
                 const int64_t n = P * Ni * No;
                 gw_reduce<C, Tio><<<grid_for(n, 256), 256, 0, st>>>(part, (Tio *)a->grad_weight, splits, n);

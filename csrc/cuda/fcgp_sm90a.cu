@@ -91,10 +91,10 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
 
 bool gw_planned(const fc_args *a, int mode, int operand_bytes)
 {
-    /* rows of x a multiple of 16 bytes (the copy engine reads x, y, g in place); grids: prep_wt
-     * of go (B / 32, N_out / 32, D), the kernel (N_out / NT x path groups, N_in / 64, splits <= 8) */
-    return bwd_enabled() && (a->N_in * operand_bytes) % 16 == 0 && cdiv(a->B + 16, 32) <= 65535 &&
-           cdiv(a->N_out, 32) <= 65535 && cdiv(a->N_in, kRows) <= 65535 && eligible(a, mode, operand_bytes);
+    /* grids: gelu_transpose (N_in / 32, B / 32, 2), prep_wt of go (B / 32, N_out / 32, D), the
+     * kernel (N_out / NT x path groups, N_in / 64, splits <= 8) */
+    return bwd_enabled() && cdiv(a->B + 16, 32) <= 65535 && cdiv(a->N_out, 32) <= 65535 &&
+           cdiv(a->N_in, kRows) <= 65535 && eligible(a, mode, operand_bytes);
 }
 
 bool gz_planned(const fc_args *a, int mode, int operand_bytes)
@@ -113,42 +113,40 @@ size_t gz_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 
 int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split)
 {
-    /* one block a multiprocessor at a time: the fewest waves x steps a block (the time, for
-     * blocks of equal steps), and of those (within 2%) the fewest splits, each an fp32 partial
-     * of W's size to write and sum (Cl(2,0) at B 4096, N 512: 3 where four blocks a
-     * multiprocessor gave 6); at most 8 */
-    const int64_t ks = kSteps(mode), kb = cdiv(a->B, ks), sms = std::max(1, sm_count(a->device)),
+    /* about four blocks a multiprocessor (one is resident at a time), at most 8 partials */
+    const int64_t ks = kSteps(mode), kb = cdiv(a->B, ks),
                   tiles = cdiv(a->N_out, gw_cols(a->alg->D)) * gw_groups(a->alg->D) * cdiv(a->N_in, kRows);
-    int64_t best = 1, best_cost = INT64_MAX;
-    for (int64_t S = 1; S <= std::min<int64_t>(8, std::max<int64_t>(1, kb)); ++S) {
-        const int64_t cost = cdiv(tiles * S, sms) * cdiv(kb, S);
-        if (cost * 50 < best_cost * 49) /* 2% better than the fewer splits' best */
-            best = S, best_cost = cost;
-    }
-    *rows_per_split = cdiv(kb, best) * ks;
+    const int64_t S = std::max<int64_t>(1, std::min<int64_t>({8, kb, cdiv(4 * (int64_t)sm_count(a->device), tiles)}));
+    *rows_per_split = cdiv(kb, S) * ks;
     return (int)cdiv(a->B, *rows_per_split);
 }
 
-size_t gate_bytes(const fc_args *a, int operand_bytes) { return (size_t)a->B * (size_t)a->N_in * operand_bytes; }
+size_t gw_transpose_bytes(const fc_args *a, int mode, int operand_bytes)
+{
+    return (size_t)a->alg->D * (size_t)a->N_in * (size_t)whole_steps(a->B, mode) * operand_bytes;
+}
 
 namespace {
-/* The weight gradient's workspace: go^T (D, N_out, Bp) in the operand type, the batch padded to
- * whole steps (Bp), then the gate product g (B, N_in) unless the caller lends it a place
- * (g_outside) or there is no gate, then the fp32 partials of the splits. */
+/* The weight gradient's workspace: xg^T and yg^T (D, N_in, Bp) in the operand type, the batch
+ * padded to whole steps (Bp), unless the caller lends them (outside: the caller's grad_x, grad_y,
+ * which the input gradients overwrite afterwards), then go^T (D, N_out, Bp), then the fp32
+ * partials of the splits. */
 struct GwLayout {
     int64_t Bp, rows_per_split;
     int splits;
-    size_t got, g, part, total; /* byte offsets, 256-aligned for the copy engine */
+    size_t xgt, ygt, got, part, total; /* byte offsets, 256-aligned for the copy engine */
 };
-GwLayout gw_layout(const fc_args *a, int mode, int operand_bytes, bool g_outside)
+GwLayout gw_layout(const fc_args *a, int mode, int operand_bytes, bool outside)
 {
     GwLayout L;
     L.splits = gw_splits(a, mode, &L.rows_per_split);
     L.Bp = whole_steps(a->B, mode);
     const size_t D = (size_t)a->alg->D, Bp = (size_t)L.Bp;
-    L.got = 0;
-    L.g = up256(D * (size_t)a->N_out * Bp * operand_bytes);
-    L.part = L.g + (a->gate && !g_outside ? up256(gate_bytes(a, operand_bytes)) : 0);
+    const size_t xb = outside ? 0 : up256(gw_transpose_bytes(a, mode, operand_bytes));
+    L.xgt = 0;
+    L.ygt = xb;
+    L.got = 2 * xb;
+    L.part = L.got + up256(D * (size_t)a->N_out * Bp * operand_bytes);
     L.total = L.part + (size_t)L.splits * (size_t)a->alg->P * (size_t)a->N_in * (size_t)a->N_out * sizeof(float);
     return L;
 }
@@ -161,14 +159,14 @@ size_t wt_bytes(const fc_args *a, int mode, int operand_bytes)
 }
 } // namespace
 
-size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes, bool g_outside)
+size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes, bool transposes_outside)
 {
-    return gw_layout(a, mode, operand_bytes, g_outside).total;
+    return gw_layout(a, mode, operand_bytes, transposes_outside).total;
 }
 
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 {
-    return wt_bytes(a, mode, operand_bytes) + (a->gate ? gate_bytes(a, operand_bytes) : 0);
+    return wt_bytes(a, mode, operand_bytes) + (a->gate ? (size_t)a->B * (size_t)a->N_in * (size_t)operand_bytes : 0);
 }
 
 int64_t colblocks(const fc_args *a) { return cdiv(a->N_out, tile_cols(a->alg->D)); }
@@ -181,10 +179,10 @@ bool aligned(const void *x, const void *y, const void *o)
 #if FC_SM90A
 
 /* W (P, N_in, N_out) -> W^T (P, N_out, Nip): K (padded with zeros to whole steps) fastest and
- * permuted inside each step as the kernel reads x (phys_col; in order without PERM), tf32-rounded
- * for the tf32 products. 32 x 32 tiles through shared memory, so both sides are read and written along
+ * permuted inside each step as the kernel reads x (phys_col), tf32-rounded for the tf32
+ * products. 32 x 32 tiles through shared memory, so both sides are read and written along
  * rows (steps of 8 or 16 divide 32, so a step's permutation stays inside its tile). */
-template <int MODE, bool PERM = true>
+template <int MODE>
 __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wt,
                                                 int64_t Ni, int64_t No, int64_t Nip)
 {
@@ -194,7 +192,7 @@ __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w,
     const int64_t k0 = (int64_t)blockIdx.x * 32, n0 = (int64_t)blockIdx.y * 32, p = blockIdx.z;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
     for (int r = ty; r < 32; r += 8) { /* logical K k0 + r, read from its physical column */
-        const int64_t k = k0 + r, src = PERM ? k - k % KS + phys_col(MODE, (int)(k % KS)) : k, n = n0 + tx;
+        const int64_t k = k0 + r, src = k - k % KS + phys_col(MODE, (int)(k % KS)), n = n0 + tx;
         E v = E(0.f);
         if (src < Ni && n < No) {
             v = w[(p * Ni + src) * No + n];
@@ -242,12 +240,11 @@ constexpr CUtensorMapDataType map_type(int mode)
     return mode == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
-/* A 3-D map of a contiguous (d2, d1, d0) array, boxes of (b2, b1, b0); zeros past its end. row:
- * elements from one row to the next when the map's rows start before the array's (0: d0). */
+/* A 3-D map of a contiguous (d2, d1, d0) array, boxes of (b2, b1, b0); zeros past its end. */
 fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1,
-                   uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle, uint64_t row = 0)
+                   uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle)
 {
-    const CUresult r = tma::encode_3d(m, base, ty, es, d0, d1, d2, b0, b1, b2, swizzle, row);
+    const CUresult r = tma::encode_3d(m, base, ty, es, d0, d1, d2, b0, b1, b2, swizzle);
     if (r == CUDA_ERROR_NOT_FOUND && !tma::tensor_map_encoder()) {
         fc_set_error("fcgp: the driver has no cuTensorMapEncodeTiled");
         return FC_ERR_CUDA;
@@ -351,48 +348,39 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
 namespace {
 
 template <int ID, int MODE>
-fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, void *ws, void *g_out, float **partial,
-             int *splits, cudaStream_t st)
+fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, void *ws, void *xgt_out, void *ygt_out,
+             float **partial, int *splits, cudaStream_t st)
 {
     using C = GwCfg<ID, MODE>;
     using E = Elem<MODE>;
-    const GwLayout L = gw_layout(a, MODE, sizeof(E), g_out != nullptr);
+    const bool outside = xgt_out && ygt_out;
+    const GwLayout L = gw_layout(a, MODE, sizeof(E), outside);
     const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Bp = L.Bp;
     char *p = (char *)ws;
-    E *got = (E *)(p + L.got), *g = g_out ? (E *)g_out : (E *)(p + L.g);
+    E *xgt = outside ? (E *)xgt_out : (E *)(p + L.xgt), *ygt = outside ? (E *)ygt_out : (E *)(p + L.ygt);
+    E *got = (E *)(p + L.got);
     float *part = (float *)(p + L.part);
-    /* go^T (D, N_out, Bp): prep_wt's transpose of W, on go (components for paths), the batch
-     * permuted inside each step in tf32 as load_t reads x (bf16: in order), tf32-rounded */
-    prep_wt<MODE, MODE == kTF32><<<dim3((unsigned)cdiv(Bp, 32), (unsigned)cdiv(No, 32), (unsigned)C::D), 256, 0, st>>>(
+    /* xg^T, yg^T (D, N_in, Bp); go^T (D, N_out, Bp) with the batch permuted inside each step as
+     * load_frags reads xg^T, tf32-rounded: prep_wt's transpose of W, on go (components for paths) */
+    gelu_transpose<E><<<dim3((unsigned)cdiv(Ni, 32), (unsigned)cdiv(Bp, 32), 2), 256, 0, st>>>(
+        (const E *)x, (const E *)y, xgt, ygt, C::D, B, Ni, Bp, a->gate);
+    FC_LAUNCH_CHECK(st);
+    prep_wt<MODE><<<dim3((unsigned)cdiv(Bp, 32), (unsigned)cdiv(No, 32), (unsigned)C::D), 256, 0, st>>>(
         (const E *)go, got, B, No, Bp);
     FC_LAUNCH_CHECK(st);
-    if (a->gate) { /* component 0 of x and y is their first B x N_in block */
-        const int64_t n = B * Ni;
-        gate_product<E><<<(unsigned)std::min<int64_t>(cdiv(n, 256), 4096), 256, 0, st>>>((const E *)x, (const E *)y,
-                                                                                           g, n);
-        FC_LAUNCH_CHECK(st);
-    }
 
     constexpr CUtensorMapDataType ty = map_type(MODE);
-    constexpr CUtensorMapSwizzle sw = CU_TENSOR_MAP_SWIZZLE_128B;
-    CUtensorMap xm, ym, gm, om;
+    CUtensorMap xm, ym, gm;
     fc_status s;
-    /* x, y in place: each map starts at the 16-byte boundary at or before its tensor (the copy
-     * engine's rule; rows are whole 16 bytes, gw_planned), its columns `off` elements in */
-    const int xoff = (int)(((uintptr_t)x & 15) / sizeof(E)), yoff = (int)(((uintptr_t)y & 15) / sizeof(E));
-    const char *xb = (const char *)x - xoff * sizeof(E), *yb = (const char *)y - yoff * sizeof(E);
-    if ((s = make_map(&xm, xb, ty, sizeof(E), Ni + xoff, B, C::D, C::BOXN, C::KS, C::XC, sw, Ni)) != FC_OK ||
-        (s = make_map(&ym, yb, ty, sizeof(E), Ni + yoff, B, C::D, C::BOXN, C::KS, C::D, sw, Ni)) != FC_OK ||
-        (s = make_map(&om, got, ty, sizeof(E), Bp, No, C::D, C::KS, C::NT, C::D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
-        return s;
-    if (!a->gate)
-        gm = xm; /* never read */
-    else if ((s = make_map(&gm, g, ty, sizeof(E), Ni, B, 1, C::BOXN, C::KS, 1, sw)) != FC_OK)
+    if ((s = make_map(&xm, xgt, ty, sizeof(E), Bp, Ni, C::D, C::KS, C::BM, C::XC, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
+        (s = make_map(&ym, ygt, ty, sizeof(E), Bp, Ni, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
+        (s = make_map(&gm, got, ty, sizeof(E), Bp, No, C::D, C::KS, C::NT, C::D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
         return s;
     auto kern = gw_tma_kernel<ID, MODE>;
     FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
     kern<<<dim3((unsigned)(cdiv(No, C::NT) * C::GROUPS), (unsigned)cdiv(Ni, C::BM), (unsigned)L.splits), C::THREADS,
-           C::SMEM, st>>>(xm, ym, gm, om, part, (int)B, (int)Ni, (int)No, (int)L.rows_per_split, a->gate, xoff, yoff);
+           C::SMEM, st>>>(
+        xm, ym, gm, part, (int)B, (int)Ni, (int)No, (int)L.rows_per_split);
     FC_LAUNCH_CHECK(st);
     *partial = part;
     *splits = L.splits;
@@ -440,10 +428,10 @@ fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, 
 }
 
 fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws,
-                      void *g, float **partial, int *splits, cudaStream_t stream)
+                      void *xgt, void *ygt, float **partial, int *splits, cudaStream_t stream)
 {
     return dispatch(a, mode, "weight gradient", [&](auto id, auto md) {
-        return gw<decltype(id)::value, decltype(md)::value>(a, x, y, go, ws, g, partial, splits, stream);
+        return gw<decltype(id)::value, decltype(md)::value>(a, x, y, go, ws, xgt, ygt, partial, splits, stream);
     });
 }
 
@@ -463,8 +451,8 @@ fc_status input_grad(const fc_args *, int, const void *, const void *, const voi
     return FC_ERR_VALUE;
 }
 
-fc_status weight_grad(const fc_args *, int, const void *, const void *, const void *, void *, void *, float **, int *,
-                      cudaStream_t)
+fc_status weight_grad(const fc_args *, int, const void *, const void *, const void *, void *, void *, void *, float **,
+                      int *, cudaStream_t)
 {
     fc_set_error("fcgp: this build has no sm_90a code (build with 9.0 among FLASHCLIFFORD_CUDA_ARCHS)");
     return FC_ERR_VALUE;

@@ -44,14 +44,15 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
                        float *partial, cudaStream_t stream);
 
 /* The weight gradient gW[p] = sum_j z_{j,p}^T go_j on the same machinery (fcgp_wgmma_gw.cuh):
- * whether it runs for this call (its switch, the device, algebra, operand mode and sizes, rows of
- * x a multiple of 16 bytes as for the forward), its batch splits, its workspace (go^T in the
- * operand type, the gate product g (B, N_in) unless g_outside, and `splits` fp32 partials (P,
- * N_in, N_out)), and the launch: x, y the raw inputs (a->gate: MVGELU; read in place, any
- * alignment of the element type), go (D, B, N_out) the output gradient through the norm, all in
- * the operand type; g: where g goes (16-byte aligned, gate_bytes; the
- * caller's grad_x before the input gradients overwrite it), or NULL: in ws. It returns the
- * partials (inside ws) for the caller's ordered reduction. */
+ * whether it runs for this call (its switch, the device, algebra, operand mode and sizes: the
+ * same as the forward's but for the row alignment, which its own transposed copies meet), its
+ * batch splits, its workspace (xg^T, yg^T, go^T in the operand type and `splits` fp32
+ * partials (P, N_in, N_out)), and the launch: x, y the raw inputs (a->gate: MVGELU), go
+ * (D, B, N_out) the output gradient through the norm, all in the operand type; it returns the
+ * partials (inside ws) for the caller's ordered reduction. xg^T and yg^T may lie outside the
+ * workspace (transposes_outside; the launch's xgt, ygt, both 16-byte aligned and
+ * gw_transpose_bytes each; NULL: in ws): the caller's grad_x and grad_y before the input
+ * gradients overwrite them. */
 bool gw_planned(const fc_args *a, int mode, int operand_bytes);
 /* The input gradients on the same machinery (fcgp_wgmma_gz.cuh): whether they run for this call
  * (the backward switch, and rows of go a multiple of 16 bytes; go's alignment is the caller's
@@ -63,10 +64,10 @@ size_t gz_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
 fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, const void *x, const void *y,
                      void *grad_x, void *grad_y, void *ws, cudaStream_t stream);
 int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split);
-size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes, bool g_outside);
-size_t gate_bytes(const fc_args *a, int operand_bytes);
-fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws, void *g,
-                      float **partial, int *splits, cudaStream_t stream);
+size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes, bool transposes_outside);
+size_t gw_transpose_bytes(const fc_args *a, int mode, int operand_bytes);
+fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws,
+                      void *xgt, void *ygt, float **partial, int *splits, cudaStream_t stream);
 
 /* The switches (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0", FLASHCLIFFORD_FCGP_SM90_BWD
  * == "0" for the backward kernels) and whether the unit has sm_90a code. */

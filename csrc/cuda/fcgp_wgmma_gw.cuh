@@ -1,14 +1,12 @@
 /* fcgp_wgmma_gw.cuh — the Hopper (sm_90a) FCGP weight gradient on warpgroup MMA, device side:
  * gW[p] (N_in x N_out) = sum_j z_{j,p}^T go_j, K = the batch.
  *
- * The forward's machinery, transposed. A = z_{j,p}^T (N_in x batch) is formed in registers, as
- * the forward forms z, from tiles of the raw inputs x, y (and the gate product g of
- * gate_product: z = g sum s x_i y_k, SPEC's MVGELU) read across: a tile holds KS batch rows x
- * 64 columns of N_in a component, in the copy engine's 128-byte swizzle, and each thread loads
- * its fragments down the columns (load_frags_t: two 4-byte loads a fragment pair in tf32, one
- * transposing ldmatrix a component in bf16). No transposed copies of x and y in memory. go_j^T
- * (prep_wt of fcgp_sm90a.cu on go: (D, N_out, B), the batch in tf32 permuted inside each step as
- * the fragments read it, phys_col) is the K-major B operand (32-byte swizzle, as the forward's W^T).
+ * The forward's machinery, transposed: prepasses write xg^T, yg^T (D, N_in, B) and go^T
+ * (D, N_out, B) (gelu_transpose, and prep_wt of fcgp_sm90a.cu for go), so that an xg^T tile
+ * (64 rows of N_in x 32 bytes of batch x D components) has the layout of the forward's x tile:
+ * load_frags and form_pair give the A fragments of z_{j,p}^T unchanged, with the batch inside
+ * a step in the forward's permuted order (phys_col), which go^T is written in. go_j^T's tile is
+ * the K-major B operand (32-byte swizzle, as the forward's W^T).
  *
  * A block owns 64 rows of N_in x NT = 48 columns of N_out of one path group's gradients: the
  * paths split into GROUPS groups by the grade of their x component (Cl(3,0): paths 0-9 read x's
@@ -48,18 +46,12 @@ template <int ID, int MODE> struct GwCfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
     static constexpr int GROUPS = D == 8 ? 2 : 1, PG = P / GROUPS, PH = PG / 2, XC = D / GROUPS;
     static constexpr int BM = 64, NT = 48, THREADS = 256, STAGES = 5;
-    static constexpr int KS = MODE == kTF32 ? 8 : 16; /* batch rows a step: 32 bytes */
-    /* x, y, g tiles: boxes of 128-byte rows (the 128-byte swizzle's widest), so 64 columns of
-     * N_in take two boxes in tf32 (HALVES), one in bf16; CB: one component's box */
-    static constexpr int HALVES = MODE == kTF32 ? 2 : 1, BOXN = BM / HALVES, CB = KS * 128;
-    static constexpr int XB = HALVES * XC * CB, YB = HALVES * D * CB, GTB = HALVES * CB; /* x (the group's), y, g */
-    static constexpr int GB = D * NT * 32;                                               /* go^T tiles */
-    static constexpr int STAGE = XB + YB + GTB + GB, SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
+    static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* batch rows a step: 32 bytes */
+    static constexpr int XB = XC * BM * 32, YB = D * BM * 32; /* the group's xg^T, all of yg^T */
+    static constexpr int GB = D * NT * 32;                    /* go^T tiles */
+    static constexpr int STAGE = XB + YB + GB, SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
     static_assert(x_split_by_paths<ID>(GROUPS), "a group's paths read only its x components");
-    static_assert(BOXN * (MODE == kTF32 ? 4 : 2) == 128, "a box row is the swizzle's 128 bytes");
-    static_assert(XB % 1024 == 0 && YB % 1024 == 0 && GTB % 1024 == 0 && STAGE % 1024 == 0,
-                  "128-byte swizzle boxes on 1024-byte boundaries");
-    static_assert((NT * 32) % 256 == 0, "go^T swizzle tiles aligned");
+    static_assert((NT * 32) % 256 == 0 && XB % 256 == 0 && STAGE % 256 == 0, "swizzle tiles aligned");
     static_assert(SMEM <= 227 * 1024, "the stages fit");
 };
 
@@ -118,70 +110,55 @@ __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE>::PH][GwCfg<
     wg::fence_operands(a[(C::PH - 1) % 2]);
 }
 
-/* Byte offset of byte `col` of row r in a box of 128-byte rows in the copy engine's 128-byte
- * swizzle: the 16-byte chunks of row r are permuted by r % 8. */
-__device__ __forceinline__ int swz128(int r, int col) { return r * 128 + ((((col >> 4) ^ r) & 7) << 4) + (col & 15); }
-
-/* Where this thread's A fragments lie in a component's box(es) of a tile read across
- * (GwCfg's x, y, g tiles): tf32, off[h][e] for rows r0 + 8h of A (columns of the tile) and its
- * K column t + 4e, i.e. batch row 2t + e (phys_col); the box of columns [32 hb, 32 hb + 32)
- * lies hb * NC components further. bf16, off[0][0] for lane L's row of the transposing
- * ldmatrix: matrix L / 8 covers A rows 16 warp + 8 ((L / 8) % 2) .. + 8 and K 8 (L / 16) .. + 8
- * (batch rows in order; go^T unpermuted). */
-template <int MODE, int NC> struct TOffsets {
-    int off[2][2];
-    __device__ __forceinline__ TOffsets(int warp, int g, int t, int lane)
-    {
-        if constexpr (MODE == kTF32) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int m = 16 * warp + g + 8 * h, hb = m >> 5;
-#pragma unroll
-                for (int e = 0; e < 2; ++e)
-                    off[h][e] = hb * NC * (8 * 128) + swz128(2 * t + e, (m & 31) * 4);
-            }
-        } else {
-            const int i = lane >> 3;
-            off[0][0] = swz128((lane & 7) + 8 * (i >> 1), (16 * warp + 8 * (i & 1)) * 2);
-            off[0][1] = off[1][0] = off[1][1] = 0;
-        }
-    }
-};
-
-/* One component's fragments [row half] (Frags layout: .x K column t / (2t, 2t + 1), .y t + 4 /
- * (2t + 8, 2t + 9)) from its box at shared address `box` (CB bytes a component). */
-template <int MODE, int NC>
-__device__ __forceinline__ void load_t(uint2 (&v)[2], uint32_t box, const TOffsets<MODE, NC> &o)
+/* xg^T (D, N_in, Bp) from x (D, B, N_in), MVGELU applied when gate (SPEC: xg_i = x_i Phi(x_0)),
+ * in the operand type; blockIdx.z picks x -> xgt or y -> ygt. 32 x 32 tiles through shared
+ * memory, so both sides go along rows; columns from B to Bp get zeros. */
+template <class E>
+__global__ void __launch_bounds__(256) gelu_transpose(const E *__restrict__ x, const E *__restrict__ y,
+                                                       E *__restrict__ xgt, E *__restrict__ ygt, int D, int64_t B,
+                                                       int64_t Ni, int64_t Bp, int gate)
 {
-    if constexpr (MODE == kTF32) {
+    __shared__ float tile[32][33];
+    const E *src = blockIdx.z ? y : x;
+    E *dst = blockIdx.z ? ygt : xgt;
+    const int64_t n0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32;
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    float ph[4];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            v[h].x = lds_b32(box + o.off[h][0]);
-            v[h].y = lds_b32(box + o.off[h][1]);
+    for (int r = 0; r < 4; ++r) { /* the gate at this thread's positions, from component 0 */
+        const int64_t b = b0 + ty + 8 * r, n = n0 + tx;
+        const float u = b < B && n < Ni ? load<E>(src[b * Ni + n]) : 0.f;
+        ph[r] = gate ? gelu_gate(u) : 1.f;
+    }
+    for (int c = 0; c < D; ++c) {
+        const E *s = src + (int64_t)c * B * Ni;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int64_t b = b0 + ty + 8 * r, n = n0 + tx;
+            tile[ty + 8 * r][tx] = b < B && n < Ni ? load<E>(s[b * Ni + n]) * ph[r] : 0.f;
         }
-    } else {
-        uint32_t r[4];
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(box + o.off[0][0]));
-        v[0].x = r[0], v[1].x = r[1], v[0].y = r[2], v[1].y = r[3];
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int64_t n = n0 + ty + 8 * r, b = b0 + tx;
+            if (n < Ni && b < Bp) /* zeros from B to Bp: the maps read whole rows of Bp */
+                dst[((int64_t)c * Ni + n) * Bp + b] = store<E>(tile[tx][ty + 8 * r]);
+        }
+        __syncthreads();
     }
 }
 
 /* The weight gradient's partial of batch split blockIdx.z for path group blockIdx.x % GROUPS:
- * xmap, ymap over x, y (N_in, B, D; boxes of BOXN columns x KS rows x XC or D components), gmap
- * over the gate product g (N_in, B, 1; read when gate), all in the 128-byte swizzle; gomap over
- * go^T (Bp, N_out, D) in the 32-byte swizzle; partial (splits, P, N_in, N_out). xoff, yoff:
- * where x's and y's columns start in their maps (the maps begin at the 16-byte boundary at or
- * before them, as the copy engine needs).
- * rows_per_split is a multiple of KS, so no step crosses into the next split; the copy engine
- * fills the rows past B (and go^T's past Bp) with zeros. Thread 0 also produces, polling as
- * the forward does. */
+ * xmap, ymap over xg^T, yg^T (Bp, N_in, D; xmap's box XC components), gomap over go^T (Bp,
+ * N_out, D) in the 32-byte swizzle; partial (splits, P, N_in, N_out).
+ * rows_per_split is a multiple of KS, so no step crosses into the next split; the batch from B
+ * to Bp holds zeros, and the copy engine fills what lies past Bp with zeros. Thread 0 also
+ * produces, polling as the forward does. */
 template <int ID, int MODE>
 __global__ void __launch_bounds__(256, 1)
     gw_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
-                  const __grid_constant__ CUtensorMap gmap, const __grid_constant__ CUtensorMap gomap,
-                  float *partial, int B, int Ni, int No, int rows_per_split, int gate, int xoff, int yoff)
+                  const __grid_constant__ CUtensorMap gomap, float *partial, int B, int Ni, int No,
+                  int rows_per_split)
 {
     using C = GwCfg<ID, MODE>;
     constexpr int D = C::D, P = C::P, S = C::STAGES;
@@ -194,41 +171,21 @@ __global__ void __launch_bounds__(256, 1)
     tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), steps, 2);
     auto issue = [&](int s, uint64_t *bar) { /* thread 0: step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * C::STAGE;
-        tma::mbar_arrive_expect_tx(bar, gate ? C::STAGE : C::STAGE - C::GTB);
+        tma::mbar_arrive_expect_tx(bar, C::STAGE);
         const int k0 = b0 + s * C::KS;
-#pragma unroll
-        for (int hb = 0; hb < C::HALVES; ++hb) {
-            const int n = n0 + hb * C::BOXN;
-            tma::load_3d(buf + hb * C::XC * C::CB, &xmap, n + xoff, k0, grp * C::XC, bar);
-            tma::load_3d(buf + C::XB + hb * D * C::CB, &ymap, n + yoff, k0, 0, bar);
-            if (gate)
-                tma::load_3d(buf + C::XB + C::YB + hb * C::CB, &gmap, n, k0, 0, bar);
-        }
-        tma::load_3d(buf + C::XB + C::YB + C::GTB, &gomap, k0, m0, 0, bar);
+        tma::load_3d(buf, &xmap, k0, n0, grp * C::XC, bar);
+        tma::load_3d(buf + C::XB, &ymap, k0, n0, 0, bar);
+        tma::load_3d(buf + C::XB + C::YB, &gomap, k0, m0, 0, bar);
     };
 
-    const TOffsets<MODE, C::XC> xo(warp, g, t, tid % 32);
-    const TOffsets<MODE, D> yo(warp, g, t, tid % 32);
-    const TOffsets<MODE, 1> gto(warp, g, t, tid % 32);
     float acc[C::PH][C::NT / 2];
     zero(acc);
     /* the step of path group GR, a compile-time constant (its paths index the fragments) */
     auto step = [&](auto gr, const unsigned char *buf) {
         constexpr int GR = decltype(gr)::value;
         Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
-        const uint32_t sb = smem_u32(buf);
-#pragma unroll
-        for (int c = 0; c < D; ++c)
-            load_t<MODE, D>(f.y[c], sb + C::XB + c * C::CB, yo);
-#pragma unroll
-        for (int c = 0; c < C::XC; ++c)
-            load_t<MODE, C::XC>(f.x[GR * C::XC + c], sb + c * C::CB, xo);
-        if (gate) { /* x times g: every pair's z then carries the gate once */
-            uint2 gf[2];
-            load_t<MODE, 1>(gf, sb + C::XB + C::YB, gto);
-            scale_frags<MODE, C::XC>(*reinterpret_cast<uint2(*)[C::XC][2]>(&f.x[GR * C::XC]), gf);
-        }
-        const uint32_t go_smem = smem_u32(buf + C::XB + C::YB + C::GTB);
+        load_frags<D, C::BM, GR * C::XC, C::XC>(f, buf, buf + C::XB, 16 * warp + g, t);
+        const uint32_t go_smem = smem_u32(buf + C::XB + C::YB);
         if (wgi == 0)
             gw_step<ID, MODE, GR, 0>(acc, f, go_smem);
         else

@@ -214,15 +214,12 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
 /* Host: a 3-D map of a contiguous (d2, d1, d0) array of es-byte elements, boxes of (b2, b1, b0),
  * zeros past its end; CUDA_ERROR_NOT_FOUND where the driver has no encoder. */
 inline CUresult encode_3d(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size_t es, uint64_t d0,
-                          uint64_t d1, uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle,
-                          uint64_t row = 0)
+                          uint64_t d1, uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle)
 {
     const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     if (!encode)
         return CUDA_ERROR_NOT_FOUND;
-    if (row == 0) /* elements from one row to the next: d0 unless the map starts inside a row */
-        row = d0;
-    const cuuint64_t dims[3] = {d0, d1, d2}, strides[2] = {row * es, row * d1 * es};
+    const cuuint64_t dims[3] = {d0, d1, d2}, strides[2] = {d0 * es, d0 * d1 * es};
     const cuuint32_t box[3] = {b0, b1, b2}, elem[3] = {1, 1, 1};
     return encode(m, ty, 3, const_cast<void *>(base), dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
