@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(256, 1)
     auto step = [&](auto gr, const unsigned char *buf) {
         constexpr int GR = decltype(gr)::value;
         Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
-        load_frags<D, C::BM, GR * C::XC, C::XC>(f, buf, buf + C::XB, 16 * warp + g, t);
+        load_frags<D, C::BM, GR * C::XC, C::XC, false>(f, buf, buf + C::XB, 16 * warp + g, t);
         const uint32_t go_smem = smem_u32(buf + C::XB + C::YB);
         if (wgi == 0)
             gw_step<ID, MODE, GR, 0>(acc, f, go_smem);
