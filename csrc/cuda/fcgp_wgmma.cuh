@@ -153,8 +153,9 @@ __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg
 template <int D, int BM, int X0 = 0, int XC = D, bool LDS = true>
 __device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs, const unsigned char *ys, int r0, int t)
 {
-    /* LDS: by shared address, fixed in program order (the forward: 306 -> 288 us, Cl(3,0) bf16);
-     * else plain loads the compiler may place (the weight gradient ran 2-4% slower with LDS) */
+    /* LDS: by shared address, in program order (the forward: 306 -> 288 us, Cl(3,0) bf16); else
+     * plain loads, as the weight gradient keeps (with LDS it measured 1-3% slower in one run,
+     * no more than the spread between machines: NOTES_FCGP.md session 14) */
     const uint32_t xa = smem_u32(xs) + r0 * 32 + t * 8, ya = smem_u32(ys) + r0 * 32 + t * 8;
     auto ld = [&](const unsigned char *p, uint32_t a, int off) {
         return LDS ? lds_b64(a + off) : *(const uint2 *)(p + r0 * 32 + t * 8 + off);
