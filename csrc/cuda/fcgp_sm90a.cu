@@ -292,7 +292,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
 {
     using C = Cfg<ID, MODE, 0>;
     using E = Elem<MODE>;
-    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nip = cdiv(Ni, C::KS) * C::KS;
+    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nip = whole_steps(Ni, MODE); /* as wt_bytes sizes it */
     E *wt = (E *)ws, *g = (E *)((char *)ws + wt_bytes(a, MODE, sizeof(E)));
     prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(No, 32), (unsigned)C::P), 256, 0, st>>>(
         (const E *)w, wt, Ni, No, Nip);
@@ -393,7 +393,7 @@ fc_status gz(const fc_args *a, const void *go, const void *w, const void *x, con
 {
     using C = GzCfg<ID, MODE>;
     using E = Elem<MODE>;
-    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nop = cdiv(No, C::KS) * C::KS;
+    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nop = whole_steps(No, MODE); /* as gz_workspace_bytes sizes it */
     E *wz = (E *)ws;
     prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(C::P * Ni * Nop, 256), 4096), 256, 0, st>>>(
         (const E *)w, wz, C::slots, C::P, Ni, No, Nop);
