@@ -44,6 +44,9 @@ FCGP_MODES = {
 # kernel steps through at most 32 rows); then 16-byte rows (cp.async), N_out > N_in, a row tail
 # the last: B whole bf16 steps, so the Hopper gW's transposes lie in grad_x, grad_y
 FCGP_SHAPES = [(67, 45, 70), (70, 64, 96), (32, 64, 40)]
+# the Hopper backward in two batch chunks (from 2048 rows): the second chunk's rows whole blocks
+# of 16 (gW's transposed operands in grad_x, grad_y) or not (in the workspace)
+FCGP_CHUNKED_SHAPES = [(2048, 64, 40), (2085, 72, 24)]
 
 
 def host(*shape, dtype):
@@ -110,12 +113,12 @@ def run_sgp(algebras, dtypes):
     return n
 
 
-def run_fcgp(algebras, modes, quick):
+def run_fcgp(algebras, modes, quick, shapes=FCGP_SHAPES):
     n = 0
     for alg in algebras:
         for mode in modes:
             dtype, precision = FCGP_MODES[mode]
-            for k, (B, n_in, n_out) in enumerate(FCGP_SHAPES):
+            for k, (B, n_in, n_out) in enumerate(shapes):
                 for normalize in (True, False):
                     if quick and normalize != (k == 0):  # quick: normalize on the first shape only
                         continue
@@ -157,7 +160,8 @@ def run(quick, hopper_only=False):
         for on, gw in ((True, True),) if hopper_only else ((True, False), (False, False), (True, True)):
             fc._C._fcgp_sm90(on)
             fc._C._fcgp_sm90_bwd(gw)
-            n_switch += run_fcgp([fc.Algebra(2), fc.Algebra(3)], ["tf32", "fp32-bf16", "bfloat16"], False)
+            shapes = FCGP_SHAPES + (FCGP_CHUNKED_SHAPES if gw else [])
+            n_switch += run_fcgp([fc.Algebra(2), fc.Algebra(3)], ["tf32", "fp32-bf16", "bfloat16"], False, shapes)
         fc._C._fcgp_sm90(before)
         fc._C._fcgp_sm90_bwd(before_gw)
     torch.cuda.synchronize()

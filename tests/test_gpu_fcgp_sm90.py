@@ -138,15 +138,15 @@ def test_unaligned_rows_fall_back(sm90_on, mode):
 # _C._fcgp_sm90_bwd: N_in and N_out not multiples of their tiles (gz: 16 or 32 columns of N_in,
 # over a pair of CTAs for Cl(3,0) tf32; gW: 48 of N_out, in two path groups at D = 8), a batch
 # that ends inside a step and one that the weight gradient splits over several blocks, and rows
-# of N_in or N_out of any length (gW's transposed copies need no alignment; gz keeps the
-# mma.sync kernel when go's rows are not 16 bytes)
+# of N_in or N_out of any length (the backward reads only its own transposed copies: go^T, xg^T,
+# yg^T need no alignment of the inputs' rows)
 BWD_SHAPES = [
     pytest.param((200,), 64, 104, id="B200-64-104"),
     pytest.param((3, 23), 120, 72, id="B3x23-120-72"),  # batch 69: a step's tail
     pytest.param((1,), 8, 8, id="B1-8-8"),
     pytest.param((1000,), 72, 56, id="B1000-72-56"),  # several weight-gradient splits
     pytest.param((37,), 45, 32, id="B37-45-32"),  # N_in 45: the mma.sync forward, the Hopper backward
-    pytest.param((66,), 40, 45, id="B66-40-45"),  # N_out 45: gz keeps mma.sync, gW does not
+    pytest.param((66,), 40, 45, id="B66-40-45"),  # N_out 45: rows of go not 16 bytes
     pytest.param((1,), 8, 1, id="B1-8-1"),  # one normalized feature
     pytest.param((2, 128), 64, 40, id="B2x128-64-40"),  # whole bf16 steps: xg^T, yg^T in grad_x, grad_y
 ]
@@ -172,29 +172,47 @@ def test_backward(bwd_either, alg, batch, n_in, n_out, mode, normalize):
     check_fcgp(alg, batch, n_in, n_out, mode, normalize, seed=seed)
 
 
+# From 2048 rows the Hopper backward runs in two batch chunks: go^T and gW's transposed operands
+# span half the batch, the second chunk's gW adds to the partials the first wrote, and the input
+# gradients of a chunk overwrite gW's operands of that chunk only (in grad_x, grad_y when its rows
+# are whole blocks of 16: B 2048; in the workspace otherwise: B 2085, whose chunks are 1056 and
+# 1029 rows)
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out", [
+    pytest.param((2048,), 64, 40, id="B2048-64-40"),
+    pytest.param((5, 417), 72, 24, id="B5x417-72-24"),
+])
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_chunked(bwd_on, alg, batch, n_in, n_out, mode, normalize):
+    seed = seed_for(f"sm90-chunks/{alg.name}/{batch}/{mode}/{normalize}") % 997
+    check_fcgp(alg, batch, n_in, n_out, mode, normalize, seed=seed)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("alg", ALGS)
 def test_backward_planned_and_deterministic(bwd_on, alg, mode):
     dtype, precision = FCGP_MODES[mode][:2]
     size = 2 if dtype == torch.bfloat16 or mode == "fp32-bf16" else 4
-    B, n_in, n_out = 3000, 64, 80
+    B, n_in, n_out = 3008, 64, 80
 
     def ws(b=B):
         return fc._C.workspace_size("fcgp", True, alg.id, DTYPE_NAMES[dtype], b, n_in, n_out,
                                     PRECISION_CODES[precision], True, torch.cuda.current_device())
 
-    # its workspace holds go^T (the batch padded to whole steps) and W with N_out permuted
-    # (P, N_in, N_out) over gW's partials, and xg^T, yg^T unless grad_x and grad_y can hold them:
-    # at B = 3000 (whole tf32 steps) in tf32, always with fp32 data and bf16 products (the
-    # gradients twice as wide), never at 2999 in tf32 or at either in bfloat16 (whole steps are 16)
+    # its workspace holds go^T of half the batch (two chunks from 2048 rows on, each padded to
+    # whole blocks of 16 rows), gz's W copy (P, N_in, N_out), gW's partials, and xg^T, yg^T of a
+    # chunk unless grad_x and grad_y can hold them: when every chunk's rows are whole blocks
+    # (B = 3008: chunks of 1504), or always with fp32 data and bf16 products (the gradients twice
+    # as wide); not at B = 3007 in tf32 or bfloat16
     on = ws()
     fc._C._fcgp_sm90_bwd(False)
     off = ws()
     fc._C._fcgp_sm90_bwd(True)
-    assert on != off and on >= alg.D * n_out * B * size + alg.P * n_in * n_out * size
-    transposes = 2 * alg.D * n_in * 3000 * size
-    gap = ws(B - 1) - on  # less by the other buffers' one row (go, o: a few KB)
-    assert gap >= transposes - 65536 if mode == "tf32" else abs(gap) < transposes // 2
+    assert on != off and on >= alg.D * n_out * (B // 2) * size + alg.P * n_in * n_out * size
+    transposes = 2 * alg.D * n_in * (B // 2) * size
+    gap = ws(B - 1) - on  # less by the other buffers' one row (the norm statistics: bytes)
+    assert gap >= transposes - 4096 if mode != "fp32-bf16" else abs(gap) < transposes // 2
     # several batch splits summed in order, no atomics: bitwise the same from run to run
     x, y, w, gout = make_fcgp(alg, (B,), n_in, n_out, dtype, 7)
     grads = []

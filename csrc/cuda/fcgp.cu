@@ -427,11 +427,13 @@ __global__ void __launch_bounds__(128) fwd_finalize(const C *o, Tout *out, C *__
  * the grade, one row per block; go may be o. r from norms when given, else from the forward
  * partials. FROM_OUT: v is the forward's output out = o / r instead of o (Tv its type), and
  * with dot'_g = sum gout_A out_A = dot_g / r_g the same go is gout_A / r_g - dot'_g sign(t_g)
- * s_A out_A / (N_out r_g): the backward then needs no recomputed o. */
+ * s_A out_A / (N_out r_g): the backward then needs no recomputed o. With stats, the row's
+ * 1 / r_g and coefficient coef_g (go_A = gout_A / r_g - coef_g sign(t_g) s_A v_A) go there, (B,
+ * 2 G), instead of go: the Hopper backward forms go as it transposes it (fcgp_sm90a.cu). */
 template <int ID, class C, class Tv, class Tg, class Tio, bool FROM_OUT>
 __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__restrict__ gout,
                                                 const C *__restrict__ norms, const C *__restrict__ partial, int nparts,
-                                                Tg *go, int64_t B, int64_t No)
+                                                Tg *go, int64_t B, int64_t No, C *__restrict__ stats = nullptr)
 {
     using A = AlgebraTraits<ID>;
     constexpr int D = A::D, G = A::G;
@@ -493,6 +495,15 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
 #pragma unroll
     for (int g = 0; g < G; ++g)
         coef[g] = No > 0 ? dot[g] * inv[g] * (FROM_OUT ? C(1) : inv[g] * inv[g]) / (C)No : C(0);
+    if (stats) {
+        if (threadIdx.x == 0)
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                stats[b * 2 * G + g] = inv[g];
+                stats[b * 2 * G + G + g] = coef[g];
+            }
+        return;
+    }
     /* go at feature m from the row's gout and v there (gv, v: registers) */
     auto finish = [&](int64_t m, const C(&gv)[D], const C(&v)[D]) {
         C t[G];
@@ -993,7 +1004,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
     using Wg = GwCfg<ID, E, MODE>;
 
     struct Layout {
-        size_t xc, yc, wc, o, part, go, xg, yg, gwp, wt, gw90, gz90, total;
+        size_t xc, yc, wc, o, part, go, xg, yg, gwp, wt, stats, bw90, total;
         int S;
         int64_t rows_per_split;
     };
@@ -1008,18 +1019,11 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         else
             return false;
     }
-    /* ... and the Hopper backward kernels (fcgp_wgmma_gw.cuh, fcgp_wgmma_gz.cuh), the same types */
-    static bool sm90_gw_planned(const fc_args *a)
+    /* ... and the Hopper backward (fcgp_sm90a.h: go^T, gW and gz on wgmma), the same types */
+    static bool sm90_bwd_planned(const fc_args *a)
     {
         if constexpr (SM90_TYPES)
-            return sm90::gw_planned(a, MODE, sizeof(E));
-        else
-            return false;
-    }
-    static bool sm90_gz_planned(const fc_args *a)
-    {
-        if constexpr (SM90_TYPES)
-            return sm90::gz_planned(a, MODE, sizeof(E));
+            return sm90::bwd_planned(a, MODE, sizeof(E));
         else
             return false;
     }
@@ -1039,20 +1043,6 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         S = a->B > 0 ? cdiv(a->B, rps) : 1;
         *rows_per_split = rps;
         return (int)S;
-    }
-
-    /* The Hopper gW's transposed operands xg^T, yg^T lie in grad_x and grad_y, which the input
-     * gradients overwrite after it: when both are given, 16-byte aligned and large enough (the
-     * batch padded to whole steps fits when B is a multiple of the step, or the data type is
-     * wider than the operand type). Two passes less of workspace; workspace_size passes aligned
-     * stand-ins for the gradients, as every call through the bindings gives them. */
-    static bool gw_in_grads(const fc_args *a)
-    {
-        if constexpr (SM90_TYPES)
-            return sm90_gw_planned(a) && a->grad_x && a->grad_y && aligned16(a->grad_x) && aligned16(a->grad_y) &&
-                   sm90::gw_transpose_bytes(a, MODE, sizeof(E)) <= (size_t)(D * a->B * a->N_in) * sizeof(Tio);
-        else
-            return false;
     }
 
     /* The backward forms go from the forward's out (given with the norms), not from a
@@ -1081,28 +1071,25 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         }
         if (hopper)
             L.wt = bp.take(sm90::workspace_bytes(a, MODE, sizeof(E)));
-        if (backward) {
+        if (backward && sm90_bwd_planned(a)) {
+            if (a->normalize) /* the norm backward's row statistics (norm_bwd) */
+                L.stats = bp.take((size_t)(B * 2 * G) * sizeof(C));
+            if constexpr (SM90_TYPES)
+                L.bw90 = bp.take(sm90::bwd_workspace_bytes(a, MODE, sizeof(E)));
+        } else if (backward) {
             if ((a->normalize && !(recompute && std::is_same<E, C>::value)) || (!a->normalize && CONV))
                 L.go = bp.take((size_t)(D * B * No) * sizeof(E));
             else
                 L.go = L.o; /* in place over the recomputed o, or unused (go = grad_out) */
-            /* xg, yg: the mma.sync gW's operands (the gz kernels and the Hopper gW form them
-             * from x, y; without the gate they are x, y themselves) */
-            if (a->gate && !sm90_gw_planned(a)) {
+            /* xg, yg: the mma.sync gW's operands (the gz kernel forms them from x, y; without the
+             * gate they are x, y themselves) */
+            if (a->gate) {
                 L.xg = bp.take((size_t)(D * B * Ni) * sizeof(E));
                 L.yg = bp.take((size_t)(D * B * Ni) * sizeof(E));
             }
-            /* the Hopper gW runs (and its partials are summed) before the input gradients, so
-             * one region serves gW and then gz's W copy */
-            const size_t gzb = sm90_gz_planned(a) ? sm90::gz_workspace_bytes(a, MODE, sizeof(E)) : 0;
-            const size_t gwb = sm90_gw_planned(a) ? sm90::gw_workspace_bytes(a, MODE, sizeof(E), gw_in_grads(a)) : 0;
-            if (gzb > 0 || gwb > 0)
-                L.gz90 = L.gw90 = bp.take(std::max(gzb, gwb));
-            if (!sm90_gw_planned(a)) {
-                L.S = gw_splits(a, &L.rows_per_split);
-                if (L.S > 1)
-                    L.gwp = bp.take((size_t)L.S * (size_t)(P * Ni * No) * sizeof(C));
-            }
+            L.S = gw_splits(a, &L.rows_per_split);
+            if (L.S > 1)
+                L.gwp = bp.take((size_t)L.S * (size_t)(P * Ni * No) * sizeof(C));
         }
         L.total = bp.off;
         return L;
@@ -1206,6 +1193,48 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         return FC_OK;
     }
 
+    /* The Hopper backward: the norm's row statistics here (norm_bwd, from out, or from o
+     * recomputed as the forward made it), then go^T, gW's partials and the input gradients
+     * (sm90::backward), and the partials summed in split order. */
+    static fc_status sm90_backward(const fc_args *a, const E *x, const E *y, const E *w, const Layout &L, char *ws,
+                                   cudaStream_t st)
+    {
+        if constexpr (SM90_TYPES) {
+            const int64_t B = a->B, No = a->N_out;
+            sm90::BwdInputs in{x, y, w, nullptr, 0, nullptr};
+            C *stats = (C *)(ws + L.stats);
+            fc_status s;
+            if (from_out(a)) {
+                norm_bwd<ID, C, Tio, E, Tio, true><<<(unsigned)B, 128, 0, st>>>(
+                    (const Tio *)a->out, (const Tio *)a->grad_out, (const C *)a->norms, nullptr, 0, (E *)nullptr, B, No,
+                    stats);
+                FC_LAUNCH_CHECK(st);
+                in.v = a->out, in.v_bytes = (int)sizeof(Tio), in.stats = stats;
+            } else if (a->normalize) {
+                C *o = (C *)(ws + L.o), *part = a->norms ? nullptr : (C *)(ws + L.part);
+                int64_t parts = 0;
+                if ((s = o_gemm(x, y, w, o, part, ws, L, a, st, &parts)) != FC_OK)
+                    return s;
+                norm_bwd<ID, C, C, E, Tio, false><<<(unsigned)B, 128, 0, st>>>(
+                    o, (const Tio *)a->grad_out, (const C *)a->norms, part, (int)parts, (E *)nullptr, B, No, stats);
+                FC_LAUNCH_CHECK(st);
+                in.v = o, in.v_bytes = (int)sizeof(C), in.stats = stats;
+            }
+            float *part = nullptr;
+            int splits = 0;
+            if ((s = sm90::backward(a, MODE, in, ws + L.bw90, &part, &splits, st)) != FC_OK)
+                return s;
+            if (part) {
+                const int64_t n = P * a->N_in * No;
+                gw_reduce<C, Tio><<<grid_for(n, 256), 256, 0, st>>>(part, (Tio *)a->grad_weight, splits, n);
+                FC_LAUNCH_CHECK(st);
+            }
+            return FC_OK;
+        } else {
+            return FC_ERR_TYPE; /* sm90_bwd_planned() is false for these types */
+        }
+    }
+
     static fc_status backward(const fc_args *a, cudaStream_t st)
     {
         const int64_t B = a->B, Ni = a->N_in, No = a->N_out;
@@ -1235,8 +1264,11 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 return s;
             x = xc, y = yc, w = wc;
         }
+        if (sm90_bwd_planned(a))
+            return sm90_backward(a, x, y, w, L, ws, st);
+
         const E *xg = x, *yg = y;
-        if (a->gate && need_w && !sm90_gw_planned(a)) {
+        if (a->gate && need_w) {
             E *xgw = (E *)(ws + L.xg), *ygw = (E *)(ws + L.yg);
             gelu_prepass<ID, E><<<grid_for(2 * B * Ni, 256), 256, 0, st>>>(x, y, xgw, ygw, B * Ni);
             FC_LAUNCH_CHECK(st);
@@ -1275,21 +1307,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         }
         const int vgo = aligned16(go) && (No * (int64_t)sizeof(E)) % 16 == 0;
 
-        /* the weight gradient first: its transposed operands may lie in grad_x, grad_y
-         * (gw_in_grads), which the input gradients then write */
-        if (need_w && sm90_gw_planned(a)) {
-            if constexpr (SM90_TYPES) { /* fp32 partials, summed in split order into grad_weight */
-                float *part = nullptr;
-                int splits = 0;
-                const bool in_grads = gw_in_grads(a);
-                if ((s = sm90::weight_grad(a, MODE, x, y, go, ws + L.gw90, in_grads ? a->grad_x : nullptr,
-                                           in_grads ? a->grad_y : nullptr, &part, &splits, st)) != FC_OK)
-                    return s;
-                const int64_t n = P * Ni * No;
-                gw_reduce<C, Tio><<<grid_for(n, 256), 256, 0, st>>>(part, (Tio *)a->grad_weight, splits, n);
-                FC_LAUNCH_CHECK(st);
-            }
-        } else if (need_w) {
+        if (need_w) {
             auto kern = gw_kernel<ID, E, MODE, Tio>;
             if ((s = set_smem(kern, Wg::SMEM)) != FC_OK)
                 return s;
@@ -1305,11 +1323,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 FC_LAUNCH_CHECK(st);
             }
         }
-        if ((need_x || need_y) && sm90_gz_planned(a) && aligned16(go)) {
-            if constexpr (SM90_TYPES)
-                if ((s = sm90::input_grad(a, MODE, go, w, x, y, a->grad_x, a->grad_y, ws + L.gz90, st)) != FC_OK)
-                    return s;
-        } else if (need_x || need_y) {
+        if (need_x || need_y) {
             auto kern = gz_kernel<ID, E, MODE, Tio>;
             if ((s = set_smem(kern, Z::SMEM)) != FC_OK)
                 return s;

@@ -37,6 +37,7 @@ std::atomic<int> g_bwd{-1};     /* the backward kernels: FLASHCLIFFORD_FCGP_SM90
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 __host__ __device__ constexpr int kSteps(int mode) { return mode == kTF32 ? 8 : 16; } /* 32 bytes of K */
 constexpr int kRows = 64;                                            /* rows a tile */
+constexpr int kBlockRows = 16; /* the backward's batch blocks: kBatchBlock of fcgp_wgmma.cuh */
 inline int64_t whole_steps(int64_t n, int mode) { return cdiv(n, kSteps(mode)) * kSteps(mode); } /* K padded */
 /* the tiles' N_out columns, Cfg::NT and GwCfg::NT (checked against them below, where the
  * device headers are compiled) */
@@ -89,65 +90,96 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
            cdiv(a->N_out, 32) <= 65535 && eligible(a, mode, operand_bytes);
 }
 
-bool gw_planned(const fc_args *a, int mode, int operand_bytes)
+bool bwd_planned(const fc_args *a, int mode, int operand_bytes)
 {
-    /* grids: gelu_transpose (N_in / 32, B / 32, 2), prep_wt of go (B / 32, N_out / 32, D), the
-     * kernel (N_out / NT x path groups, N_in / 64, splits <= 8) */
-    return bwd_enabled() && cdiv(a->B + 16, 32) <= 65535 && cdiv(a->N_out, 32) <= 65535 &&
+    /* grids: go_transpose (B / 32, N_out / 32), gelu_transpose (N_in / 32, B / 32, 2), gW
+     * (N_out / NT x path groups, N_in / 64, splits <= 8), gz (N_in / BN x groups, B / 64) */
+    return bwd_enabled() && cdiv(a->B, 32) <= 65535 && cdiv(a->N_out, 32) <= 65535 &&
            cdiv(a->N_in, kRows) <= 65535 && eligible(a, mode, operand_bytes);
 }
 
-bool gz_planned(const fc_args *a, int mode, int operand_bytes)
-{
-    /* go's rows a multiple of 16 bytes (the copy engine); grids: prep_wz (grid-stride), the
-     * kernel (N_in / BN, B / 64) */
-    return bwd_enabled() && (a->N_out * operand_bytes) % 16 == 0 && cdiv(a->B, kRows) <= 65535 &&
-           eligible(a, mode, operand_bytes);
-}
-
-size_t gz_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
-{
-    const size_t Nop = (size_t)whole_steps(a->N_out, mode);
-    return up256((size_t)a->alg->P * (size_t)a->N_in * Nop * operand_bytes);
-}
-
-int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split)
-{
-    /* about four blocks a multiprocessor (one is resident at a time), at most 8 partials */
-    const int64_t ks = kSteps(mode), kb = cdiv(a->B, ks),
-                  tiles = cdiv(a->N_out, gw_cols(a->alg->D)) * gw_groups(a->alg->D) * cdiv(a->N_in, kRows);
-    const int64_t S = std::max<int64_t>(1, std::min<int64_t>({8, kb, cdiv(4 * (int64_t)sm_count(a->device), tiles)}));
-    *rows_per_split = cdiv(kb, S) * ks;
-    return (int)cdiv(a->B, *rows_per_split);
-}
-
-size_t gw_transpose_bytes(const fc_args *a, int mode, int operand_bytes)
-{
-    return (size_t)a->alg->D * (size_t)a->N_in * (size_t)whole_steps(a->B, mode) * operand_bytes;
-}
-
 namespace {
-/* The weight gradient's workspace: xg^T and yg^T (D, N_in, Bp) in the operand type, the batch
- * padded to whole steps (Bp), unless the caller lends them (outside: the caller's grad_x, grad_y,
- * which the input gradients overwrite afterwards), then go^T (D, N_out, Bp), then the fp32
- * partials of the splits. */
-struct GwLayout {
-    int64_t Bp, rows_per_split;
-    int splits;
-    size_t xgt, ygt, got, part, total; /* byte offsets, 256-aligned for the copy engine */
-};
-GwLayout gw_layout(const fc_args *a, int mode, int operand_bytes, bool outside)
+
+std::atomic<int> g_chunks{-1}; /* FLASHCLIFFORD_FCGP_BWD_CHUNKS: 1 or 2; 0: by the rule */
+
+/* The backward's batch chunks: two from 2048 rows on, so that its batch-sized buffers (go^T, and
+ * xg^T, yg^T where the gradients cannot hold them) span half the batch, while each chunk's
+ * kernels still fill the GPU many times over; FLASHCLIFFORD_FCGP_BWD_CHUNKS=1 or 2 at start-up
+ * fixes the count (for measurements). */
+int bwd_chunks(const fc_args *a)
 {
-    GwLayout L;
-    L.splits = gw_splits(a, mode, &L.rows_per_split);
-    L.Bp = whole_steps(a->B, mode);
-    const size_t D = (size_t)a->alg->D, Bp = (size_t)L.Bp;
-    const size_t xb = outside ? 0 : up256(gw_transpose_bytes(a, mode, operand_bytes));
-    L.xgt = 0;
-    L.ygt = xb;
-    L.got = 2 * xb;
-    L.part = L.got + up256(D * (size_t)a->N_out * Bp * operand_bytes);
-    L.total = L.part + (size_t)L.splits * (size_t)a->alg->P * (size_t)a->N_in * (size_t)a->N_out * sizeof(float);
+    int c = g_chunks.load(std::memory_order_relaxed);
+    if (c < 0) {
+        const char *e = getenv("FLASHCLIFFORD_FCGP_BWD_CHUNKS");
+        int expected = -1;
+        g_chunks.compare_exchange_strong(expected, e && (e[0] == '1' || e[0] == '2') && !e[1] ? e[0] - '0' : 0);
+        c = g_chunks.load();
+    }
+    if (a->B < 2 * kBlockRows)
+        return 1;
+    return c > 0 ? c : a->B >= 2048 ? 2 : 1;
+}
+
+/* gW's batch splits of a chunk of `rows`: the count (at most 8) with the fewest waves x steps a
+ * block (a block an SM), then the fewest partials; rows_per_split a whole number of steps. */
+int gw_splits(const fc_args *a, int mode, int64_t rows, int64_t *rows_per_split)
+{
+    const int64_t ks = kSteps(mode), kb = std::max<int64_t>(1, cdiv(rows, ks)),
+                  tiles = cdiv(a->N_out, gw_cols(a->alg->D)) * gw_groups(a->alg->D) * cdiv(a->N_in, kRows),
+                  sms = std::max(1, sm_count(a->device));
+    int64_t best = 1, best_cost = 0;
+    for (int64_t S = 1; S <= std::min<int64_t>(8, kb); ++S) {
+        const int64_t cost = cdiv(tiles * S, sms) * cdiv(kb, S);
+        if (S == 1 || cost < best_cost)
+            best = S, best_cost = cost;
+    }
+    *rows_per_split = cdiv(kb, best) * ks;
+    return (int)cdiv(std::max<int64_t>(1, rows), *rows_per_split);
+}
+
+int64_t up_block(int64_t n) { return cdiv(n, kBlockRows) * kBlockRows; }
+
+/* The backward's workspace: go^T (D, N_out, Bp), xg^T and yg^T (D, N_in, Bp) unless grad_x and
+ * grad_y hold them (in_grads), gz's W copy (P slots, N_in, N_out padded to whole steps) and gW's
+ * fp32 partials, all in the operand type but the partials; Bp: the first (largest) chunk's rows
+ * padded to whole batch blocks. */
+struct BwdLayout {
+    int chunks, splits;
+    int64_t Bc, Bp, rows_per_split; /* rows a chunk (the last may have fewer), the first padded */
+    bool in_grads;
+    size_t got, xgt, ygt, wz, part, total;
+};
+BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
+{
+    BwdLayout L{};
+    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, D = a->alg->D, P = a->alg->P;
+    const bool need_w = a->grad_weight, need_xy = a->grad_x || a->grad_y;
+    const int db = a->dtype == FC_BF16 ? 2 : 4;
+    L.chunks = bwd_chunks(a);
+    L.Bc = L.chunks == 1 ? B : up_block(cdiv(B, L.chunks));
+    L.Bp = up_block(L.Bc);
+    L.splits = gw_splits(a, mode, L.Bc, &L.rows_per_split);
+    /* xg^T, yg^T of chunk c in grad_x, grad_y's rows of that chunk (which gz overwrites only after
+     * gW has read them): when both are given, 16-byte aligned, their components 16-byte strided,
+     * and every chunk's padded rows fit in its rows of the data type */
+    L.in_grads = need_w && a->grad_x && a->grad_y && ((uintptr_t)a->grad_x % 16) == 0 &&
+                 ((uintptr_t)a->grad_y % 16) == 0 && (B * Ni * db) % 16 == 0;
+    for (int64_t b0 = 0; b0 < B && L.in_grads; b0 += L.Bc) {
+        const int64_t rows = std::min(L.Bc, B - b0);
+        L.in_grads = up_block(rows) * eb <= rows * db;
+    }
+    size_t off = 0;
+    auto take = [&](size_t n) { const size_t o = off; off += up256(n); return o; };
+    L.got = take((size_t)(D * No * L.Bp) * eb);
+    if (need_w && !L.in_grads) {
+        L.xgt = take((size_t)(D * Ni * L.Bp) * eb);
+        L.ygt = take((size_t)(D * Ni * L.Bp) * eb);
+    }
+    if (need_xy)
+        L.wz = take((size_t)(P * Ni * whole_steps(No, mode)) * eb);
+    if (need_w)
+        L.part = take((size_t)L.splits * (size_t)(P * Ni * No) * sizeof(float));
+    L.total = off;
     return L;
 }
 
@@ -159,9 +191,9 @@ size_t wt_bytes(const fc_args *a, int mode, int operand_bytes)
 }
 } // namespace
 
-size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes, bool transposes_outside)
+size_t bwd_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 {
-    return gw_layout(a, mode, operand_bytes, transposes_outside).total;
+    return bwd_layout(a, mode, operand_bytes).total;
 }
 
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
@@ -210,9 +242,9 @@ __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w,
 }
 
 /* W (P, N_in, N_out) -> the input gradient's B operand (P slots, N_in, Nop): the paths in slot
- * order (GzSlots: slot s holds path slots.path[s]), each row's N_out permuted inside each step as
- * gz_step reads go (phys_col), padded with zeros to whole steps, tf32-rounded for the tf32
- * products. */
+ * order (GzSlots: slot s holds path slots.path[s]), each row's N_out inside each step in the
+ * order gz's A loads read go^T (gz_col), padded with zeros to whole steps, tf32-rounded for the
+ * tf32 products. */
 template <int MODE>
 __global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wz,
                                                 GzSlots slots, int64_t P, int64_t Ni, int64_t No, int64_t Nop)
@@ -220,7 +252,7 @@ __global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w,
     using E = Elem<MODE>;
     constexpr int KS = kSteps(MODE);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < P * Ni * Nop; i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t r = i / Nop, k = i - r * Nop, src = k - k % KS + phys_col(MODE, (int)(k % KS));
+        const int64_t r = i / Nop, k = i - r * Nop, src = k - k % KS + gz_col(MODE, (int)(k % KS));
         const int64_t slot = r / Ni, row = (int64_t)slots.path[slot] * Ni + (r - slot * Ni);
         E v = E(0.f);
         if (src < No) {
@@ -240,11 +272,12 @@ constexpr CUtensorMapDataType map_type(int mode)
     return mode == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
-/* A 3-D map of a contiguous (d2, d1, d0) array, boxes of (b2, b1, b0); zeros past its end. */
+/* A 3-D map of a (d2, d1, d0) array, rows contiguous, the d2 index stride2 bytes apart (0:
+ * contiguous), boxes of (b2, b1, b0); zeros past its end. */
 fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1,
-                   uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle)
+                   uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle, uint64_t stride2 = 0)
 {
-    const CUresult r = tma::encode_3d(m, base, ty, es, d0, d1, d2, b0, b1, b2, swizzle);
+    const CUresult r = tma::encode_3d(m, base, ty, es, d0, d1, d2, b0, b1, b2, swizzle, stride2);
     if (r == CUDA_ERROR_NOT_FOUND && !tma::tensor_map_encoder()) {
         fc_set_error("fcgp: the driver has no cuTensorMapEncodeTiled");
         return FC_ERR_CUDA;
@@ -260,7 +293,8 @@ fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, siz
 static_assert(tile_cols(4) == Cfg<0, kTF32>::NT && tile_cols(8) == Cfg<1, kTF32>::NT &&
                   gw_cols(4) == GwCfg<0, kTF32>::NT && gw_cols(8) == GwCfg<1, kTF32>::NT &&
                   gw_groups(4) == GwCfg<0, kTF32>::GROUPS && gw_groups(8) == GwCfg<1, kTF32>::GROUPS &&
-                  kSteps(kTF32) == Cfg<1, kTF32>::KS && kSteps(kBF16) == Cfg<1, kBF16>::KS,
+                  kSteps(kTF32) == Cfg<1, kTF32>::KS && kSteps(kBF16) == Cfg<1, kBF16>::KS &&
+                  kBlockRows == kBatchBlock,
               "the host-side tile constants match the kernels' configurations");
 
 /* f(id, mode) for the call's algebra and operand mode as compile-time constants: the D <= 8
@@ -345,93 +379,173 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
     });
 }
 
-namespace {
-
-template <int ID, int MODE>
-fc_status gw(const fc_args *a, const void *x, const void *y, const void *go, void *ws, void *xgt_out, void *ygt_out,
-             float **partial, int *splits, cudaStream_t st)
+/* go^T (D, N_out, Bp) of a chunk of B rows, from grad_out (D, rows, N_out; components cs apart)
+ * and, with the norm (stats != NULL), the forward's out or o (v, the same layout) and the row
+ * statistics (B, 2 G): go_A = gout_A / r_g - coef_g sign(t_g) s_A v_A as fcgp.cu's norm_bwd
+ * forms it, t_g = sum over the grade of s_A v_A^2; without the norm go = gout. In the operand
+ * type, tf32-rounded for the tf32 products, the batch inside each block of kBatchBlock in
+ * got_row's order, zeros from B to Bp. 32 x 32 tiles of all D components through shared memory,
+ * so both sides go along rows. */
+template <int ID, int MODE, class Tv, class Tg>
+__global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, const Tg *__restrict__ gout,
+                                                     const float *__restrict__ stats, Elem<MODE> *__restrict__ got,
+                                                     int64_t B, int64_t No, int64_t Bp, int64_t cs)
 {
-    using C = GwCfg<ID, MODE>;
+    using A = AlgebraTraits<ID>;
     using E = Elem<MODE>;
-    const bool outside = xgt_out && ygt_out;
-    const GwLayout L = gw_layout(a, MODE, sizeof(E), outside);
-    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Bp = L.Bp;
-    char *p = (char *)ws;
-    E *xgt = outside ? (E *)xgt_out : (E *)(p + L.xgt), *ygt = outside ? (E *)ygt_out : (E *)(p + L.ygt);
-    E *got = (E *)(p + L.got);
-    float *part = (float *)(p + L.part);
-    /* xg^T, yg^T (D, N_in, Bp); go^T (D, N_out, Bp) with the batch permuted inside each step as
-     * load_frags reads xg^T, tf32-rounded: prep_wt's transpose of W, on go (components for paths) */
-    gelu_transpose<E><<<dim3((unsigned)cdiv(Ni, 32), (unsigned)cdiv(Bp, 32), 2), 256, 0, st>>>(
-        (const E *)x, (const E *)y, xgt, ygt, C::D, B, Ni, Bp, a->gate);
-    FC_LAUNCH_CHECK(st);
-    prep_wt<MODE><<<dim3((unsigned)cdiv(Bp, 32), (unsigned)cdiv(No, 32), (unsigned)C::D), 256, 0, st>>>(
-        (const E *)go, got, B, No, Bp);
-    FC_LAUNCH_CHECK(st);
-
-    constexpr CUtensorMapDataType ty = map_type(MODE);
-    CUtensorMap xm, ym, gm;
-    fc_status s;
-    if ((s = make_map(&xm, xgt, ty, sizeof(E), Bp, Ni, C::D, C::KS, C::BM, C::XC, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
-        (s = make_map(&ym, ygt, ty, sizeof(E), Bp, Ni, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
-        (s = make_map(&gm, got, ty, sizeof(E), Bp, No, C::D, C::KS, C::NT, C::D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
-        return s;
-    auto kern = gw_tma_kernel<ID, MODE>;
-    FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-    kern<<<dim3((unsigned)(cdiv(No, C::NT) * C::GROUPS), (unsigned)cdiv(Ni, C::BM), (unsigned)L.splits), C::THREADS,
-           C::SMEM, st>>>(
-        xm, ym, gm, part, (int)B, (int)Ni, (int)No, (int)L.rows_per_split);
-    FC_LAUNCH_CHECK(st);
-    *partial = part;
-    *splits = L.splits;
-    return FC_OK;
+    constexpr int D = A::D, G = A::G;
+    __shared__ float tile[D][32][33];
+    const int64_t b0 = (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32;
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int64_t b = b0 + ty + 8 * r, m = m0 + tx;
+        float go[D] = {};
+        if (b < B && m < No) {
+            float gv[D];
+            static_for<D>([&](auto ac) { gv[decltype(ac)::value] = load<Tg>(gout[decltype(ac)::value * cs + b * No + m]); });
+            if (stats) {
+                float vv[D], t[G] = {};
+                static_for<D>([&](auto ac) {
+                    constexpr int a = decltype(ac)::value, g = A::table.grade[a], s = A::table.grade_sign[a];
+                    vv[a] = load<Tv>(v[a * cs + b * No + m]);
+                    if constexpr (s != 0)
+                        t[g] += float(s) * vv[a] * vv[a];
+                });
+                const float *st = stats + b * 2 * G; /* 1 / r_g, then coef_g */
+                static_for<D>([&](auto ac) {
+                    constexpr int a = decltype(ac)::value, g = A::table.grade[a], s = A::table.grade_sign[a];
+                    go[a] = gv[a] * st[g] - st[G + g] * sign_of(t[g]) * float(s) * vv[a];
+                });
+            } else {
+#pragma unroll
+                for (int a = 0; a < D; ++a)
+                    go[a] = gv[a];
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < D; ++a)
+            tile[a][ty + 8 * r][tx] = go[a];
+    }
+    __syncthreads();
+    const int row = tx / kBatchBlock * kBatchBlock + got_row(MODE, tx % kBatchBlock); /* at position tx */
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int64_t m = m0 + ty + 8 * r, b = b0 + tx;
+            if (m < No && b < Bp) {
+                const float val = tile[a][row][ty + 8 * r];
+                got[((int64_t)a * No + m) * Bp + b] = MODE == kTF32 ? E(__uint_as_float(to_tf32(val))) : store<E>(val);
+            }
+        }
 }
 
+namespace {
+
 template <int ID, int MODE, class Tio>
-fc_status gz(const fc_args *a, const void *go, const void *w, const void *x, const void *y, void *grad_x,
-             void *grad_y, void *ws, cudaStream_t st)
+fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, int *splits, cudaStream_t st)
 {
-    using C = GzCfg<ID, MODE>;
     using E = Elem<MODE>;
-    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nop = whole_steps(No, MODE); /* as gz_workspace_bytes sizes it */
-    E *wz = (E *)ws;
-    prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(C::P * Ni * Nop, 256), 4096), 256, 0, st>>>(
-        (const E *)w, wz, C::slots, C::P, Ni, No, Nop);
-    FC_LAUNCH_CHECK(st);
+    using W = GwCfg<ID, MODE>;
+    using Z = GzCfg<ID, MODE>;
+    constexpr int D = AlgebraTraits<ID>::D, G = AlgebraTraits<ID>::G;
     constexpr CUtensorMapDataType ty = map_type(MODE);
-    CUtensorMap om, wm;
+    const BwdLayout L = bwd_layout(a, MODE, sizeof(E));
+    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nop = whole_steps(No, MODE);
+    const bool need_w = a->grad_weight, need_xy = a->grad_x || a->grad_y;
+    char *p = (char *)ws;
+    E *got = (E *)(p + L.got), *wz = (E *)(p + L.wz);
+    float *part = (float *)(p + L.part);
+    const E *x = (const E *)in.x, *y = (const E *)in.y;
+    Tio *gx = (Tio *)a->grad_x, *gy = (Tio *)a->grad_y;
+    *partial = need_w ? part : nullptr;
+    *splits = L.splits;
+
+    CUtensorMap wm;
     fc_status s;
-    if ((s = make_map(&om, go, ty, sizeof(E), No, B, C::D, C::KS, C::BM, C::JG, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
-        (s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, C::P, C::KS, C::BN, C::PS, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
-        return s;
-    auto kern = gz_tma_kernel<ID, MODE, Tio>; /* clusters of C::GROUPS CTAs along x (__cluster_dims__) */
-    FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-    kern<<<dim3((unsigned)(cdiv(Ni, C::BN) * C::GROUPS), (unsigned)cdiv(B, C::BM)), C::THREADS, C::SMEM, st>>>(
-        om, wm, (const E *)x, (const E *)y, (Tio *)grad_x, (Tio *)grad_y, (int)B, (int)Ni, (int)No, a->gate);
-    FC_LAUNCH_CHECK(st);
+    if (need_xy) { /* W in slot order, N_out in the A loads' order (gz_col) */
+        prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(Z::P * Ni * Nop, 256), 4096), 256, 0, st>>>(
+            (const E *)in.w, wz, Z::slots, Z::P, Ni, No, Nop);
+        FC_LAUNCH_CHECK(st);
+        if ((s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Z::P, Z::KS, Z::BN, Z::PS, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
+            return s;
+    }
+    auto kgw = gw_tma_kernel<ID, MODE>;
+    auto kgz = gz_tma_kernel<ID, MODE, Tio>; /* clusters of Z::GROUPS CTAs along x (__cluster_dims__) */
+    if (need_w)
+        FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, W::SMEM));
+    if (need_xy)
+        FC_CUDA_CHECK(cudaFuncSetAttribute(kgz, cudaFuncAttributeMaxDynamicSharedMemorySize, Z::SMEM));
+
+    for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
+        const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No;
+        /* go^T of the chunk */
+        const dim3 tgrid((unsigned)cdiv(Bp, 32), (unsigned)cdiv(No, 32));
+        const Tio *gout = (const Tio *)a->grad_out + b0 * No;
+        const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
+        if (in.v && in.v_bytes == 4)
+            go_transpose<ID, MODE, float, Tio><<<tgrid, 256, 0, st>>>((const float *)in.v + b0 * No, gout, stats, got,
+                                                                      rows, No, Bp, cs);
+        else
+            go_transpose<ID, MODE, Tio, Tio><<<tgrid, 256, 0, st>>>(in.v ? (const Tio *)in.v + b0 * No : nullptr, gout,
+                                                                    stats, got, rows, No, Bp, cs);
+        FC_LAUNCH_CHECK(st);
+
+        if (need_w) { /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws), then gW's partials */
+            E *xgt, *ygt;
+            int64_t dcs; /* their component stride, in elements */
+            if (L.in_grads) {
+                xgt = (E *)((char *)a->grad_x + (size_t)(b0 * Ni) * sizeof(Tio));
+                ygt = (E *)((char *)a->grad_y + (size_t)(b0 * Ni) * sizeof(Tio));
+                dcs = B * Ni * (int64_t)sizeof(Tio) / (int64_t)sizeof(E);
+            } else {
+                xgt = (E *)(p + L.xgt), ygt = (E *)(p + L.ygt);
+                dcs = Ni * Bp;
+            }
+            gelu_transpose<MODE><<<dim3((unsigned)cdiv(Ni, 32), (unsigned)cdiv(Bp, 32), 2), 256, 0, st>>>(
+                x + b0 * Ni, y + b0 * Ni, xgt, ygt, D, rows, Ni, Bp, B * Ni, dcs, a->gate);
+            FC_LAUNCH_CHECK(st);
+            CUtensorMap xm, ym, gm;
+            const uint64_t xs2 = (uint64_t)dcs * sizeof(E);
+            if ((s = make_map(&xm, xgt, ty, sizeof(E), Bp, Ni, D, W::KS, W::BM, W::XC, CU_TENSOR_MAP_SWIZZLE_NONE,
+                              xs2)) != FC_OK ||
+                (s = make_map(&ym, ygt, ty, sizeof(E), Bp, Ni, D, W::KS, W::BM, D, CU_TENSOR_MAP_SWIZZLE_NONE, xs2)) !=
+                    FC_OK ||
+                (s = make_map(&gm, got, ty, sizeof(E), Bp, No, D, W::KS, W::NT, D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
+                return s;
+            kgw<<<dim3((unsigned)(cdiv(No, W::NT) * W::GROUPS), (unsigned)cdiv(Ni, W::BM), (unsigned)L.splits),
+                  W::THREADS, W::SMEM, st>>>(xm, ym, gm, part, (int)rows, (int)Ni, (int)No, (int)L.rows_per_split,
+                                             c > 0);
+            FC_LAUNCH_CHECK(st);
+        }
+        if (need_xy) { /* the chunk's input gradients, over its xg^T, yg^T when they lay in grad_x, grad_y */
+            CUtensorMap om;
+            constexpr uint32_t box_rows = MODE == kTF32 ? 32 : 64; /* 128-byte rows for the swizzle */
+            if ((s = make_map(&om, got, ty, sizeof(E), Bp, No, D, box_rows, Z::KS, Z::JG,
+                              CU_TENSOR_MAP_SWIZZLE_128B)) != FC_OK)
+                return s;
+            kgz<<<dim3((unsigned)(cdiv(Ni, Z::BN) * Z::GROUPS), (unsigned)cdiv(rows, Z::BM)), Z::THREADS, Z::SMEM, st>>>(
+                om, wm, x + b0 * Ni, y + b0 * Ni, gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows,
+                (int)Ni, (int)No, B * Ni, a->gate);
+            FC_LAUNCH_CHECK(st);
+        }
+    }
     return FC_OK;
 }
 
 } // namespace
 
-fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, const void *x, const void *y,
-                     void *grad_x, void *grad_y, void *ws, cudaStream_t stream)
+fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, float **partial, int *splits,
+                   cudaStream_t stream)
 {
     /* the data type: fp32 (tf32 products always), or bf16 for bf16 data */
-    return dispatch(a, mode, "input gradient", [&](auto id, auto md) -> fc_status {
+    return dispatch(a, mode, "backward", [&](auto id, auto md) -> fc_status {
         constexpr int ID = decltype(id)::value, MODE = decltype(md)::value;
         if constexpr (MODE == kBF16)
             if (a->dtype == FC_BF16)
-                return gz<ID, MODE, __nv_bfloat16>(a, go, w, x, y, grad_x, grad_y, ws, stream);
-        return gz<ID, MODE, float>(a, go, w, x, y, grad_x, grad_y, ws, stream);
-    });
-}
-
-fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws,
-                      void *xgt, void *ygt, float **partial, int *splits, cudaStream_t stream)
-{
-    return dispatch(a, mode, "weight gradient", [&](auto id, auto md) {
-        return gw<decltype(id)::value, decltype(md)::value>(a, x, y, go, ws, xgt, ygt, partial, splits, stream);
+                return bwd<ID, MODE, __nv_bfloat16>(a, in, ws, partial, splits, stream);
+        return bwd<ID, MODE, float>(a, in, ws, partial, splits, stream);
     });
 }
 
@@ -444,15 +558,7 @@ fc_status forward_gemm(const fc_args *, int, const void *, const void *, const v
     return FC_ERR_VALUE;
 }
 
-fc_status input_grad(const fc_args *, int, const void *, const void *, const void *, const void *, void *, void *,
-                     void *, cudaStream_t)
-{
-    fc_set_error("fcgp: this build has no sm_90a code (build with 9.0 among FLASHCLIFFORD_CUDA_ARCHS)");
-    return FC_ERR_VALUE;
-}
-
-fc_status weight_grad(const fc_args *, int, const void *, const void *, const void *, void *, void *, void *, float **,
-                      int *, cudaStream_t)
+fc_status backward(const fc_args *, int, const BwdInputs &, void *, float **, int *, cudaStream_t)
 {
     fc_set_error("fcgp: this build has no sm_90a code (build with 9.0 among FLASHCLIFFORD_CUDA_ARCHS)");
     return FC_ERR_VALUE;

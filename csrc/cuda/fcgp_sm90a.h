@@ -43,31 +43,29 @@ bool aligned(const void *x, const void *y, const void *o);
 fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *ws, float *o,
                        float *partial, cudaStream_t stream);
 
-/* The weight gradient gW[p] = sum_j z_{j,p}^T go_j on the same machinery (fcgp_wgmma_gw.cuh):
- * whether it runs for this call (its switch, the device, algebra, operand mode and sizes: the
- * same as the forward's but for the row alignment, which its own transposed copies meet), its
- * batch splits, its workspace (xg^T, yg^T, go^T in the operand type and `splits` fp32
- * partials (P, N_in, N_out)), and the launch: x, y the raw inputs (a->gate: MVGELU), go
- * (D, B, N_out) the output gradient through the norm, all in the operand type; it returns the
- * partials (inside ws) for the caller's ordered reduction. xg^T and yg^T may lie outside the
- * workspace (transposes_outside; the launch's xgt, ygt, both 16-byte aligned and
- * gw_transpose_bytes each; NULL: in ws): the caller's grad_x and grad_y before the input
- * gradients overwrite them. */
-bool gw_planned(const fc_args *a, int mode, int operand_bytes);
-/* The input gradients on the same machinery (fcgp_wgmma_gz.cuh): whether they run for this call
- * (the backward switch, and rows of go a multiple of 16 bytes; go's alignment is the caller's
- * to check), their workspace (W with N_out permuted, in the operand type), and the launch: go
- * (D, B, N_out), w (P, N_in, N_out), x, y the inputs (a->gate: MVGELU), all in the operand
- * type; grad_x, grad_y in the data type (a->dtype), either NULL. */
-bool gz_planned(const fc_args *a, int mode, int operand_bytes);
-size_t gz_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
-fc_status input_grad(const fc_args *a, int mode, const void *go, const void *w, const void *x, const void *y,
-                     void *grad_x, void *grad_y, void *ws, cudaStream_t stream);
-int gw_splits(const fc_args *a, int mode, int64_t *rows_per_split);
-size_t gw_workspace_bytes(const fc_args *a, int mode, int operand_bytes, bool transposes_outside);
-size_t gw_transpose_bytes(const fc_args *a, int mode, int operand_bytes);
-fc_status weight_grad(const fc_args *a, int mode, const void *x, const void *y, const void *go, void *ws,
-                      void *xgt, void *ygt, float **partial, int *splits, cudaStream_t stream);
+/* The backward on the same machinery (fcgp_wgmma_gw.cuh, fcgp_wgmma_gz.cuh): whether it runs for
+ * this call (its switch, the device, algebra, operand mode and grid-sized shapes: no row
+ * alignment, as it reads only copies it makes), its workspace, and the launch.
+ *
+ * The launch writes go^T, the output gradient through the norm's backward, transposed (one copy:
+ * gz and gW both read it), then the weight gradient's partials and the input gradients; in two
+ * chunks of the batch from 2048 rows on (bwd_chunks), so that go^T and, unless grad_x and grad_y
+ * hold them, gW's xg^T, yg^T span half the batch. `in`: x, y, w the inputs in the operand type
+ * (converted copies for fp32 data with bf16 products); v the forward's out (v_bytes: the data
+ * type's size) or the recomputed o (fp32, v_bytes 4), and stats (B, 2 G: 1 / r_g, then the norm
+ * backward's coefficient, per row: fcgp.cu's norm_bwd), both NULL without the norm. grad_out and
+ * the gradients are the args' (data type; grad_x, grad_y and grad_weight NULL when not wanted).
+ * It returns gW's fp32 partials (splits of (P, N_in, N_out) inside ws; NULL without
+ * grad_weight) for the caller's reduction in split order. */
+struct BwdInputs {
+    const void *x, *y, *w, *v;
+    int v_bytes;
+    const float *stats;
+};
+bool bwd_planned(const fc_args *a, int mode, int operand_bytes);
+size_t bwd_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
+fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, float **partial, int *splits,
+                   cudaStream_t stream);
 
 /* The switches (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0", FLASHCLIFFORD_FCGP_SM90_BWD
  * == "0" for the backward kernels) and whether the unit has sm_90a code. */

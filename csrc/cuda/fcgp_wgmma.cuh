@@ -52,6 +52,33 @@ __host__ __device__ constexpr int phys_col(int mode, int L)
     return mode == kTF32 ? (L < 4 ? 2 * L : 2 * (L - 4) + 1)
                          : (L < 8 ? 4 * (L / 2) + (L & 1) : 4 * ((L - 8) / 2) + 2 + (L & 1));
 }
+/* The physical column c (0 .. KS-1) of a step -> the logical K position read from it. */
+__host__ __device__ constexpr int logical_col(int mode, int c)
+{
+    return mode == kTF32 ? (c % 2 ? c / 2 + 4 : c / 2) : (c % 4 < 2 ? 2 * (c / 4) + c % 4 : 8 + 2 * (c / 4) + c % 4 - 2);
+}
+
+/* The Hopper backward's batch order inside each block of kBatchBlock rows (NOTES_FCGP.md session
+ * 15). go^T (D, N_out, Bp) is gz's A operand, read down the batch, and gW's B operand, read
+ * along it: in tf32 position 2g holds row g and 2g + 1 row g + 8, so that a thread's two A rows
+ * (g, g + 8) are one 8-byte load, free of bank conflicts in the 128-byte swizzle; in bf16 the
+ * rows are in order (ldmatrix.trans reads 8 consecutive ones). xg^T and yg^T hold at physical
+ * column phys_col(k) of each gW step the row go^T holds at k, so that gW's A and B operands
+ * agree on the batch row of every K position. */
+constexpr int kBatchBlock = 16;
+/* go^T: position q of a block -> the row stored there */
+__host__ __device__ constexpr int got_row(int mode, int q) { return mode == kTF32 ? q / 2 + 8 * (q % 2) : q; }
+/* xg^T, yg^T: position q of a block -> the row stored there */
+__host__ __device__ constexpr int xgt_row(int mode, int q)
+{
+    constexpr int ks_tf32 = 8;
+    return mode == kTF32 ? got_row(mode, q / ks_tf32 * ks_tf32 + logical_col(mode, q % ks_tf32))
+                         : got_row(mode, logical_col(mode, q));
+}
+/* gz's W copy: logical K position k of a step (N_out) -> the N_out column stored there, as its
+ * A loads read go^T's rows (tf32: rows 2t, 2t + 1 for columns t, t + 4; bf16 in order) */
+__host__ __device__ constexpr int gz_col(int mode, int k) { return mode == kTF32 ? phys_col(mode, k) : k; }
+
 /* ------------------------------------------------------------------ 2. fcgp forward */
 template <int ID, int MODE, int NTV = 0> struct Cfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;

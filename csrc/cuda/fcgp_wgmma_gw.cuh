@@ -1,12 +1,12 @@
 /* fcgp_wgmma_gw.cuh — the Hopper (sm_90a) FCGP weight gradient on warpgroup MMA, device side:
  * gW[p] (N_in x N_out) = sum_j z_{j,p}^T go_j, K = the batch.
  *
- * The forward's machinery, transposed: prepasses write xg^T, yg^T (D, N_in, B) and go^T
- * (D, N_out, B) (gelu_transpose, and prep_wt of fcgp_sm90a.cu for go), so that an xg^T tile
- * (64 rows of N_in x 32 bytes of batch x D components) has the layout of the forward's x tile:
- * load_frags and form_pair give the A fragments of z_{j,p}^T unchanged, with the batch inside
- * a step in the forward's permuted order (phys_col), which go^T is written in. go_j^T's tile is
- * the K-major B operand (32-byte swizzle, as the forward's W^T).
+ * The forward's machinery, transposed: prepasses write xg^T, yg^T (D, N_in, Bp) and go^T
+ * (D, N_out, Bp) (gelu_transpose; go_transpose of fcgp_sm90a.cu, which also applies the norm's
+ * backward), so that an xg^T tile (64 rows of N_in x 32 bytes of batch x D components) has the
+ * layout of the forward's x tile: load_frags and form_pair give the A fragments of z_{j,p}^T
+ * unchanged, and the batch orders of xg^T and go^T agree on every K position (xgt_row,
+ * got_row). go_j^T's tile is the K-major B operand (32-byte swizzle, as the forward's W^T).
  *
  * A block owns 64 rows of N_in x NT = 48 columns of N_out of one path group's gradients: the
  * paths split into GROUPS groups by the grade of their x component (Cl(3,0): paths 0-9 read x's
@@ -18,7 +18,8 @@
  * formed feeds a wgmma of N = 48 (the whole paths' block took N = 24 at Cl(3,0)): half the
  * fragment forming and wgmmas a flop, and 7% fewer tile bytes.
  * The batch is split over gridDim.z; each split writes its own fp32 partial (P, N_in, N_out),
- * summed in split order afterwards (deterministic, no atomics).
+ * summed in split order afterwards (deterministic, no atomics). The backward may run in batch
+ * chunks: the chunks after the first add to the partials their split wrote (accumulate).
  */
 #pragma once
 
@@ -110,19 +111,25 @@ __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE>::PH][GwCfg<
     wg::fence_operands(a[(C::PH - 1) % 2]);
 }
 
-/* xg^T (D, N_in, Bp) from x (D, B, N_in), MVGELU applied when gate (SPEC: xg_i = x_i Phi(x_0)),
- * in the operand type; blockIdx.z picks x -> xgt or y -> ygt. 32 x 32 tiles through shared
- * memory, so both sides go along rows; columns from B to Bp get zeros. */
-template <class E>
-__global__ void __launch_bounds__(256) gelu_transpose(const E *__restrict__ x, const E *__restrict__ y,
-                                                       E *__restrict__ xgt, E *__restrict__ ygt, int D, int64_t B,
-                                                       int64_t Ni, int64_t Bp, int gate)
+/* xg^T (D, N_in, Bp) of one batch chunk from x (D, rows of B, N_in; component stride cs),
+ * MVGELU applied when gate (SPEC: xg_i = x_i Phi(x_0)), in the operand type, the batch inside
+ * each block of kBatchBlock in gW's order (xgt_row); xgt's components dcs apart (Ni Bp, or
+ * wider where it lies in grad_x); blockIdx.z picks x -> xgt or y -> ygt. 32 x 32 tiles through
+ * shared memory, so both sides go along rows; rows from B to Bp get zeros. */
+template <int MODE>
+__global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y,
+                                                       Elem<MODE> *__restrict__ xgt, Elem<MODE> *__restrict__ ygt,
+                                                       int D, int64_t B, int64_t Ni, int64_t Bp, int64_t cs,
+                                                       int64_t dcs, int gate)
 {
+    using E = Elem<MODE>;
+    static_assert(32 % kBatchBlock == 0, "a tile holds whole blocks");
     __shared__ float tile[32][33];
     const E *src = blockIdx.z ? y : x;
     E *dst = blockIdx.z ? ygt : xgt;
     const int64_t n0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    const int src_row = tx / kBatchBlock * kBatchBlock + xgt_row(MODE, tx % kBatchBlock); /* of position tx */
     float ph[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) { /* the gate at this thread's positions, from component 0 */
@@ -131,7 +138,7 @@ __global__ void __launch_bounds__(256) gelu_transpose(const E *__restrict__ x, c
         ph[r] = gate ? gelu_gate(u) : 1.f;
     }
     for (int c = 0; c < D; ++c) {
-        const E *s = src + (int64_t)c * B * Ni;
+        const E *s = src + (int64_t)c * cs;
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             const int64_t b = b0 + ty + 8 * r, n = n0 + tx;
@@ -142,7 +149,7 @@ __global__ void __launch_bounds__(256) gelu_transpose(const E *__restrict__ x, c
         for (int r = 0; r < 4; ++r) {
             const int64_t n = n0 + ty + 8 * r, b = b0 + tx;
             if (n < Ni && b < Bp) /* zeros from B to Bp: the maps read whole rows of Bp */
-                dst[((int64_t)c * Ni + n) * Bp + b] = store<E>(tile[tx][ty + 8 * r]);
+                dst[(int64_t)c * dcs + n * Bp + b] = store<E>(tile[src_row][ty + 8 * r]);
         }
         __syncthreads();
     }
@@ -150,7 +157,8 @@ __global__ void __launch_bounds__(256) gelu_transpose(const E *__restrict__ x, c
 
 /* The weight gradient's partial of batch split blockIdx.z for path group blockIdx.x % GROUPS:
  * xmap, ymap over xg^T, yg^T (Bp, N_in, D; xmap's box XC components), gomap over go^T (Bp,
- * N_out, D) in the 32-byte swizzle; partial (splits, P, N_in, N_out).
+ * N_out, D) in the 32-byte swizzle, of a chunk of B rows; partial (splits, P, N_in, N_out),
+ * written, or added to (accumulate: a later chunk of the batch; the same thread wrote it).
  * rows_per_split is a multiple of KS, so no step crosses into the next split; the batch from B
  * to Bp holds zeros, and the copy engine fills what lies past Bp with zeros. Thread 0 also
  * produces, polling as the forward does. */
@@ -158,7 +166,7 @@ template <int ID, int MODE>
 __global__ void __launch_bounds__(256, 1)
     gw_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                   const __grid_constant__ CUtensorMap gomap, float *partial, int B, int Ni, int No,
-                  int rows_per_split)
+                  int rows_per_split, int accumulate)
 {
     using C = GwCfg<ID, MODE>;
     constexpr int D = C::D, P = C::P, S = C::STAGES;
@@ -217,12 +225,18 @@ __global__ void __launch_bounds__(256, 1)
                 if (n >= Ni || m >= No)
                     continue;
                 float *dst = part + ((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + n) * No + m;
+                float2 v = make_float2(acc[pl][4 * c + 2 * h], acc[pl][4 * c + 2 * h + 1]);
                 if (No % 2 == 0) {
-                    *(float2 *)dst = make_float2(acc[pl][4 * c + 2 * h], acc[pl][4 * c + 2 * h + 1]);
+                    if (accumulate) {
+                        const float2 old = *(const float2 *)dst;
+                        v.x += old.x;
+                        v.y += old.y;
+                    }
+                    *(float2 *)dst = v;
                 } else {
-                    dst[0] = acc[pl][4 * c + 2 * h];
+                    dst[0] = accumulate ? dst[0] + v.x : v.x;
                     if (m + 1 < No)
-                        dst[1] = acc[pl][4 * c + 2 * h + 1];
+                        dst[1] = accumulate ? dst[1] + v.y : v.y;
                 }
             }
 }

@@ -3,11 +3,14 @@
  * gxg_i = sum over the terms of s yg_k G_{j,p} and gyg_k = sum s xg_i G_{j,p}, then the MVGELU
  * backward (gate_backward).
  *
- * A = go_j straight from its tile, which has the forward's x-tile layout with K = N_out (64
- * batch rows x 32 bytes x components): loaded (and tf32-rounded), no pairs to form. B = W[p] as
- * stored (rows of N_in, N_out contiguous) in a prepared copy with N_out permuted inside each
- * step as the A loads read go (phys_col), tf32-rounded, and the paths in slot order (GzSlots:
- * by output grade) (prep_wz of fcgp_sm90a.cu), brought in the 32-byte swizzle. The paths of an
+ * A = go_j, loaded down the batch from a tile of go^T (the one copy of go the backward makes,
+ * which gW reads too: 64 batch rows x a step's 32 bytes of N_out rows x components, in the
+ * 128-byte swizzle): tf32 an 8-byte load a fragment pair (go^T's batch order puts a thread's
+ * rows g, g + 8 side by side, got_row; rows 2t, 2t + 1 are its columns t, t + 4), bf16 one
+ * transposing ldmatrix a component; no pairs to form. B = W[p] as stored (rows of N_in, N_out
+ * contiguous) in a prepared copy with N_out in the A loads' order inside each step (gz_col),
+ * tf32-rounded, and the paths in slot order (GzSlots: by output grade) (prep_wz of
+ * fcgp_sm90a.cu), brought in the 32-byte swizzle. The paths of an
  * output component j are all those of its grade, so in slot order their tiles lie side by side
  * and one wgmma of N = (j's pairs) x BN computes all of j's G at once (N = 64 to 192).
  *
@@ -100,9 +103,30 @@ template <int ID, int MODE> struct GzCfg {
     }();
     static_assert(slots.ok, "each output component's paths are consecutive in slot order");
     static_assert(grouped, "each CTA of the cluster computes a contiguous share of pairs and paths");
-    static_assert(STAGE % 256 == 0 && (BN * 32) % 256 == 0, "swizzle tiles aligned");
+    static_assert(STAGE % 1024 == 0 && OB % 2048 == 0 && (BN * 32) % 256 == 0, "swizzle tiles aligned");
     static_assert(SMEM <= 227 * 1024, "the stages and G fit");
 };
+
+/* This thread's A fragment of go_j for component jl of the CTA's go^T tile (tf32: two 32-row
+ * halves of [component][8 N_out rows][32 batch]; bf16: [component][16 N_out rows][64 batch];
+ * 128-byte rows in the 128-byte swizzle: 16-byte chunk c of row r at c ^ (r % 8)); warp w's
+ * rows are 16 w .. 16 w + 15 of the tile. A order: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)
+ * in tf32, the same with column pairs 2t, 2t + 8 in bf16. */
+template <int MODE, int JG>
+__device__ __forceinline__ void go_frag(uint32_t (&a)[4], uint32_t tile, int jl, int warp, int lane)
+{
+    if constexpr (MODE == kTF32) {
+        const int g = lane / 4, t = lane % 4, chunk = (warp % 2) * 4 + g / 2;
+        const uint32_t base = tile + (warp / 2) * (JG * 1024) + jl * 1024 + (g % 2) * 8;
+        const uint2 lo = lds_b64(base + (2 * t) * 128 + ((chunk ^ (2 * t)) * 16));         /* column t */
+        const uint2 hi = lds_b64(base + (2 * t + 1) * 128 + ((chunk ^ (2 * t + 1)) * 16)); /* column t + 4 */
+        a[0] = lo.x, a[1] = lo.y, a[2] = hi.x, a[3] = hi.y;
+    } else {
+        /* matrix lane / 8: rows (batch) + 8 for the odd ones, N_out + 8 for the last two */
+        const int mat = lane / 8, r = (mat / 2) * 8 + lane % 8, chunk = 2 * warp + mat % 2;
+        ldsm_x4_t(a, tile + (jl * 16 + r) * 128 + ((chunk ^ (r % 8)) * 16));
+    }
+}
 
 /* One warpgroup's step (CTA group GR, warpgroup WG): the A fragments of its components of go,
  * then one wgmma a component j on the side-by-side W tiles of j's paths into j's pairs'
@@ -110,20 +134,13 @@ template <int ID, int MODE> struct GzCfg {
  * grade), all in flight together. */
 template <int ID, int MODE, int GR, int WG>
 __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE>::QW][GzCfg<ID, MODE>::BN / 2],
-                                        const unsigned char *gos, uint32_t w_smem, int r0, int t)
+                                        uint32_t go_smem, uint32_t w_smem, int warp, int lane)
 {
     using C = GzCfg<ID, MODE>;
     constexpr int jl0 = WG * C::JW, j0 = GR * C::JG + jl0, q0 = Plans<ID>::pair.jbegin[j0];
     uint32_t a[C::JW][4];
-    static_for<C::JW>([&](auto u) {
-        constexpr int jl = jl0 + decltype(u)::value; /* the component's place in the CTA's go tile */
-        const uint2 lo = lds_b64(smem_u32(gos) + (jl * C::BM + r0) * 32 + t * 8);
-        const uint2 hi = lds_b64(smem_u32(gos) + (jl * C::BM + r0 + 8) * 32 + t * 8);
-        /* the A order of form_pair: rows g, g + 8 of .x, then of .y */
-        const uint32_t v[4] = {lo.x, hi.x, lo.y, hi.y};
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-            a[decltype(u)::value][r] = MODE == kTF32 ? to_tf32(__uint_as_float(v[r])) : v[r];
+    static_for<C::JW>([&](auto u) { /* go^T is tf32-rounded already */
+        go_frag<MODE, C::JG>(a[decltype(u)::value], go_smem, jl0 + decltype(u)::value, warp, lane);
     });
     wg::fence();
     static_for<C::JW>([&](auto u) {
@@ -137,15 +154,17 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE>::QW][GzCfg<
     wg::wait<0>();
 }
 
-/* gomap over go (N_out, B, D), boxes of JG components; wmap over the prepared W (Nop, N_in, P
- * slots), boxes of PS slots, 32-byte swizzle. x, y (D, B, N_in): the inputs, whose MVGELU (xg,
- * yg) and its backward the epilogue forms at each position; gx, gy: NULL when not wanted.
- * Clusters of GROUPS CTAs along x: blockIdx.x / GROUPS is the column tile, the rank the group. */
+/* gomap over go^T (Bp, N_out, D) of a chunk of B rows, boxes of 32 (tf32) or 64 (bf16) batch x
+ * a step x JG components, 128-byte swizzle; wmap over the prepared W (Nop, N_in, P slots), boxes
+ * of PS slots, 32-byte swizzle. x, y (D, B, N_in; components cs apart): the inputs, whose MVGELU
+ * (xg, yg) and its backward the epilogue forms at each position; gx, gy (the same layout): NULL
+ * when not wanted. Clusters of GROUPS CTAs along x: blockIdx.x / GROUPS is the column tile, the
+ * rank the group. */
 template <int ID, int MODE, class Tio>
 __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds__(256, 1)
     gz_tma_kernel(const __grid_constant__ CUtensorMap gomap, const __grid_constant__ CUtensorMap wmap,
                   const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y, Tio *__restrict__ gx,
-                  Tio *__restrict__ gy, int B, int Ni, int No, int gate)
+                  Tio *__restrict__ gy, int B, int Ni, int No, int64_t cs, int gate)
 {
     using C = GzCfg<ID, MODE>;
     using A = AlgebraTraits<ID>;
@@ -159,7 +178,12 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds_
     auto issue = [&](int s, uint64_t *bar) { /* thread 0: step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * C::STAGE;
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
-        tma::load_3d(buf, &gomap, s * C::KS, m0, grp * C::JG, bar);
+        if constexpr (MODE == kTF32) { /* two 32-row halves: the swizzle's rows are 128 bytes */
+            tma::load_3d(buf, &gomap, m0, s * C::KS, grp * C::JG, bar);
+            tma::load_3d(buf + C::OB / 2, &gomap, m0 + 32, s * C::KS, grp * C::JG, bar);
+        } else {
+            tma::load_3d(buf, &gomap, m0, s * C::KS, grp * C::JG, bar);
+        }
         tma::load_3d(buf + C::OB, &wmap, s * C::KS, n0, grp * C::PS, bar);
     };
     float *sG = (float *)smem; /* after the K loop, over the ring: G[pair - grp QG][row GS + column] */
@@ -173,7 +197,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds_
         zero(acc);
         ring.consume(issue, [&](int s) {
             const unsigned char *buf = smem + (s % S) * C::STAGE;
-            gz_step<ID, MODE, GR, WG>(acc, buf, smem_u32(buf + C::OB), 16 * warp + g, t);
+            gz_step<ID, MODE, GR, WG>(acc, smem_u32(buf), smem_u32(buf + C::OB), warp, tid % 32);
         });
 #pragma unroll
         for (int ql = 0; ql < C::QW; ++ql)
@@ -215,7 +239,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds_
 #pragma unroll
     for (int r = 0; r < C::GROUPS; ++r)
         gbase[r] = C::GROUPS == 1 ? 0u : tma::cluster_addr(sG, r);
-    const int64_t BNi = (int64_t)B * Ni;
+    const int64_t BNi = cs;
     constexpr int SHARE = C::POS / C::GROUPS;
     static_assert(SHARE % C::THREADS == 0, "whole rounds of positions");
 #pragma unroll /* so that the loads of the rounds' x, y can overlap */

@@ -50,16 +50,18 @@ __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void *p)
     __trap();
 #endif
 }
-__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void *p)
+/* by 32-bit shared-window address, or by pointer */
+__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
+                 : "r"(addr));
 #else
     __trap();
 #endif
 }
+__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void *p) { ldsm_x4_t(r, smem_u32(p)); }
 
 __device__ __forceinline__ uint32_t to_tf32(float f)
 {

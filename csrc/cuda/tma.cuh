@@ -211,15 +211,17 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
     return fn;
 }
 
-/* Host: a 3-D map of a contiguous (d2, d1, d0) array of es-byte elements, boxes of (b2, b1, b0),
- * zeros past its end; CUDA_ERROR_NOT_FOUND where the driver has no encoder. */
+/* Host: a 3-D map of a (d2, d1, d0) array of es-byte elements, rows contiguous and the d2 index
+ * stride2 bytes apart (0: contiguous, d0 d1 es), boxes of (b2, b1, b0), zeros past its end;
+ * CUDA_ERROR_NOT_FOUND where the driver has no encoder. */
 inline CUresult encode_3d(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size_t es, uint64_t d0,
-                          uint64_t d1, uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle)
+                          uint64_t d1, uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle,
+                          uint64_t stride2 = 0)
 {
     const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     if (!encode)
         return CUDA_ERROR_NOT_FOUND;
-    const cuuint64_t dims[3] = {d0, d1, d2}, strides[2] = {d0 * es, d0 * d1 * es};
+    const cuuint64_t dims[3] = {d0, d1, d2}, strides[2] = {d0 * es, stride2 ? stride2 : d0 * d1 * es};
     const cuuint32_t box[3] = {b0, b1, b2}, elem[3] = {1, 1, 1};
     return encode(m, ty, 3, const_cast<void *>(base), dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
