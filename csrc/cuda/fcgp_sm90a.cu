@@ -158,7 +158,7 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
     L.chunks = bwd_chunks(a);
     L.Bc = L.chunks == 1 ? B : up_block(cdiv(B, L.chunks));
     L.Bp = up_block(L.Bc);
-    L.splits = gw_splits(a, mode, L.Bc, &L.rows_per_split);
+    L.splits = gw_splits(a, mode, L.Bp, &L.rows_per_split);
     /* xg^T, yg^T of chunk c in grad_x, grad_y's rows of that chunk (which gz overwrites only after
      * gW has read them): when both are given, 16-byte aligned, their components 16-byte strided,
      * and every chunk's padded rows fit in its rows of the data type */
@@ -515,8 +515,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, 
                 (s = make_map(&gm, got, ty, sizeof(E), Bp, No, D, W::KS, W::NT, D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
                 return s;
             kgw<<<dim3((unsigned)(cdiv(No, W::NT) * W::GROUPS), (unsigned)cdiv(Ni, W::BM), (unsigned)L.splits),
-                  W::THREADS, W::SMEM, st>>>(xm, ym, gm, part, (int)rows, (int)Ni, (int)No, (int)L.rows_per_split,
-                                             c > 0);
+                  W::THREADS, W::SMEM, st>>>(xm, ym, gm, part, (int)Bp, (int)Ni, (int)No, (int)L.rows_per_split,
+                                             c > 0); /* all Bp positions: a row may lie past `rows` (got_row) */
             FC_LAUNCH_CHECK(st);
         }
         if (need_xy) { /* the chunk's input gradients, over its xg^T, yg^T when they lay in grad_x, grad_y */

@@ -157,11 +157,11 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
 
 /* The weight gradient's partial of batch split blockIdx.z for path group blockIdx.x % GROUPS:
  * xmap, ymap over xg^T, yg^T (Bp, N_in, D; xmap's box XC components), gomap over go^T (Bp,
- * N_out, D) in the 32-byte swizzle, of a chunk of B rows; partial (splits, P, N_in, N_out),
+ * N_out, D) in the 32-byte swizzle, of B batch positions (a chunk's rows padded to whole blocks:
+ * the block's order may place a row past the row count); partial (splits, P, N_in, N_out),
  * written, or added to (accumulate: a later chunk of the batch; the same thread wrote it).
- * rows_per_split is a multiple of KS, so no step crosses into the next split; the batch from B
- * to Bp holds zeros, and the copy engine fills what lies past Bp with zeros. Thread 0 also
- * produces, polling as the forward does. */
+ * rows_per_split is a multiple of KS, so no step crosses into the next split; positions of no
+ * row hold zeros in both operands. Thread 0 also produces, polling as the forward does. */
 template <int ID, int MODE>
 __global__ void __launch_bounds__(256, 1)
     gw_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
@@ -213,6 +213,23 @@ __global__ void __launch_bounds__(256, 1)
         wg::fence_operands(acc[pl]);
     /* acc[pl][4c + 2h + e]: path grp PG + wgi PH + pl, row n0 + 16 warp + g + 8h, column m0 + 8c + 2t + e */
     float *part = partial + (size_t)blockIdx.z * P * Ni * No;
+    auto at = [&](int pl, int c, int h) { /* this thread's two columns of (pl, c, h), NULL outside */
+        const int n = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t;
+        return n < Ni && m < No ? part + ((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + n) * No + m : nullptr;
+    };
+    if (accumulate) /* every earlier value first, so that the loads overlap (no store between them) */
+#pragma unroll
+        for (int pl = 0; pl < C::PH; ++pl)
+#pragma unroll
+            for (int c = 0; c < C::NT / 8; ++c)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    if (const float *src = at(pl, c, h)) {
+                        const bool two = 8 * c + 2 * t + m0 + 1 < No;
+                        float2 old = No % 2 == 0 ? *(const float2 *)src : make_float2(src[0], two ? src[1] : 0.f);
+                        acc[pl][4 * c + 2 * h] += old.x;
+                        acc[pl][4 * c + 2 * h + 1] += old.y;
+                    }
     /* a thread's two adjacent columns in one 8-byte store where they are aligned (N_out even):
      * four threads then fill each 32-byte sector */
 #pragma unroll
@@ -220,25 +237,16 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
         for (int c = 0; c < C::NT / 8; ++c)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int n = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t;
-                if (n >= Ni || m >= No)
-                    continue;
-                float *dst = part + ((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + n) * No + m;
-                float2 v = make_float2(acc[pl][4 * c + 2 * h], acc[pl][4 * c + 2 * h + 1]);
-                if (No % 2 == 0) {
-                    if (accumulate) {
-                        const float2 old = *(const float2 *)dst;
-                        v.x += old.x;
-                        v.y += old.y;
+            for (int h = 0; h < 2; ++h)
+                if (float *dst = at(pl, c, h)) {
+                    if (No % 2 == 0) {
+                        *(float2 *)dst = make_float2(acc[pl][4 * c + 2 * h], acc[pl][4 * c + 2 * h + 1]);
+                    } else {
+                        dst[0] = acc[pl][4 * c + 2 * h];
+                        if (m0 + 8 * c + 2 * t + 1 < No)
+                            dst[1] = acc[pl][4 * c + 2 * h + 1];
                     }
-                    *(float2 *)dst = v;
-                } else {
-                    dst[0] = accumulate ? dst[0] + v.x : v.x;
-                    if (m + 1 < No)
-                        dst[1] = accumulate ? dst[1] + v.y : v.y;
                 }
-            }
 }
 
 } // namespace sm90
