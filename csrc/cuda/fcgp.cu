@@ -14,10 +14,11 @@
  *                gW[p] = sum_j z_{j,p}^T @ go_j             (gw_kernel, + gw_reduce)
  *
  * On a compute-capability 9.0 GPU, for Cl(2,0) and Cl(3,0) with tf32 or bf16 products, the
- * forward GEMM (also the one a backward without out recomputes), gz and gW are the Hopper
- * kernels of fcgp_sm90a.h (wgmma with TMA tiles) wherever their switches and sizes allow;
- * everything around them (conversions, the prepass of the mma.sync gW, fwd_finalize, norm_bwd,
- * gw_reduce) stays here.
+ * forward GEMM (also the one a backward without out recomputes) and the backward are the Hopper
+ * kernels of fcgp_sm90a.h (wgmma with TMA tiles) wherever their switches and sizes allow; the
+ * Hopper backward takes only the norm's row statistics from norm_bwd and forms go transposed
+ * itself. Everything around them (conversions, the prepass of the mma.sync gW, fwd_finalize,
+ * norm_bwd, gw_reduce) stays here.
  *
  * Design. Every GEMM kernel streams K in stages: cp.async copies the raw tiles into shared
  * memory, one pass turns them into the operand tiles (GELU of x and y, tf32 rounding,

@@ -1,9 +1,10 @@
-/* fcgp_sm90a.cu — the Hopper FCGP forward GEMM behind fcgp_sm90a.h: W^T prepared in the
+/* fcgp_sm90a.cu — the Hopper FCGP kernels behind fcgp_sm90a.h. Forward: W^T prepared in the
  * workspace by a tiled transpose, with the gate the gate product g by gate_product, three or
- * four tensor maps a call, and fwd_tma_kernel of
- * fcgp_wgmma.cuh on one CTA a tile (the multicast clusters ran slower so far:
- * benchmarks/NOTES_FCGP.md). setup.py builds this unit for sm_90a alone when 9.0 is a target
- * (FC_SM90A = 1); otherwise only its host side is compiled and planned() is false.
+ * four tensor maps a call, and fwd_tma_kernel of fcgp_wgmma.cuh on one CTA a tile (the multicast
+ * clusters ran slower so far: benchmarks/NOTES_FCGP.md). Backward: per batch chunk, go^T
+ * (go_transpose), xg^T and yg^T (gelu_transpose), gW's partials (fcgp_wgmma_gw.cuh) and the input
+ * gradients (fcgp_wgmma_gz.cuh). setup.py builds this unit for sm_90a alone when 9.0 is a target
+ * (FC_SM90A = 1); otherwise only its host side is compiled and the planning functions say no.
  */
 #include "fcgp_sm90a.h"
 
