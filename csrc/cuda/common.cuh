@@ -218,4 +218,16 @@ __device__ __forceinline__ void group_sum_runtime(C (&v)[K], C *smem, int warp, 
         bar(); /* smem may be reused right after */
 }
 
+/* Host: a bump layout of a workspace, every region 256-byte aligned (the copy engine's maps and
+ * vector loads need 16). */
+struct Bump {
+    size_t off = 0;
+    size_t take(size_t bytes)
+    {
+        const size_t o = off;
+        off += (bytes + 255) & ~(size_t)255;
+        return o;
+    }
+};
+
 } // namespace fc

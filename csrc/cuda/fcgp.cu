@@ -970,17 +970,6 @@ __global__ void gw_reduce(const C *__restrict__ partial, Tout *__restrict__ gw, 
 inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* A bump layout of the workspace: every region 256-byte aligned. */
-struct Bump {
-    size_t off = 0;
-    size_t take(size_t bytes)
-    {
-        const size_t o = off;
-        off += (bytes + 255) & ~(size_t)255;
-        return o;
-    }
-};
-
 inline int grid_for(int64_t n, int threads)
 {
     const int64_t b = cdiv(n, threads);

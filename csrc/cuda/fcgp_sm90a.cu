@@ -169,18 +169,17 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
         const int64_t rows = std::min(L.Bc, B - b0);
         L.in_grads = up_block(rows) * eb <= rows * db;
     }
-    size_t off = 0;
-    auto take = [&](size_t n) { const size_t o = off; off += up256(n); return o; };
-    L.got = take((size_t)(D * No * L.Bp) * eb);
+    Bump bp;
+    L.got = bp.take((size_t)(D * No * L.Bp) * eb);
     if (need_w && !L.in_grads) {
-        L.xgt = take((size_t)(D * Ni * L.Bp) * eb);
-        L.ygt = take((size_t)(D * Ni * L.Bp) * eb);
+        L.xgt = bp.take((size_t)(D * Ni * L.Bp) * eb);
+        L.ygt = bp.take((size_t)(D * Ni * L.Bp) * eb);
     }
     if (need_xy)
-        L.wz = take((size_t)(P * Ni * whole_steps(No, mode)) * eb);
+        L.wz = bp.take((size_t)(P * Ni * whole_steps(No, mode)) * eb);
     if (need_w)
-        L.part = take((size_t)L.splits * (size_t)(P * Ni * No) * sizeof(float));
-    L.total = off;
+        L.part = bp.take((size_t)L.splits * (size_t)(P * Ni * No) * sizeof(float));
+    L.total = bp.off;
     return L;
 }
 

@@ -213,40 +213,37 @@ __global__ void __launch_bounds__(256, 1)
         wg::fence_operands(acc[pl]);
     /* acc[pl][4c + 2h + e]: path grp PG + wgi PH + pl, row n0 + 16 warp + g + 8h, column m0 + 8c + 2t + e */
     float *part = partial + (size_t)blockIdx.z * P * Ni * No;
-    auto at = [&](int pl, int c, int h) { /* this thread's two columns of (pl, c, h), NULL outside */
-        const int n = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t;
-        return n < Ni && m < No ? part + ((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + n) * No + m : nullptr;
-    };
-    if (accumulate) /* every earlier value first, so that the loads overlap (no store between them) */
+    /* each(f): f(v0, v1, p, two) for this thread's two accumulators of every (pl, c, h) inside
+     * the tile: p their place in the partial, two whether the second column exists */
+    auto each = [&](auto &&f) {
 #pragma unroll
         for (int pl = 0; pl < C::PH; ++pl)
 #pragma unroll
             for (int c = 0; c < C::NT / 8; ++c)
 #pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    if (const float *src = at(pl, c, h)) {
-                        const bool two = 8 * c + 2 * t + m0 + 1 < No;
-                        float2 old = No % 2 == 0 ? *(const float2 *)src : make_float2(src[0], two ? src[1] : 0.f);
-                        acc[pl][4 * c + 2 * h] += old.x;
-                        acc[pl][4 * c + 2 * h + 1] += old.y;
-                    }
+                for (int h = 0; h < 2; ++h) {
+                    const int n = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t;
+                    if (n < Ni && m < No)
+                        f(acc[pl][4 * c + 2 * h], acc[pl][4 * c + 2 * h + 1],
+                          part + ((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + n) * No + m, m + 1 < No);
+                }
+    };
+    if (accumulate) /* every earlier value first, so that the loads overlap (no store between them) */
+        each([&](float &v0, float &v1, const float *p, bool two) {
+            const float2 old = No % 2 == 0 ? *(const float2 *)p : make_float2(p[0], two ? p[1] : 0.f);
+            v0 += old.x, v1 += old.y;
+        });
     /* a thread's two adjacent columns in one 8-byte store where they are aligned (N_out even):
      * four threads then fill each 32-byte sector */
-#pragma unroll
-    for (int pl = 0; pl < C::PH; ++pl)
-#pragma unroll
-        for (int c = 0; c < C::NT / 8; ++c)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-                if (float *dst = at(pl, c, h)) {
-                    if (No % 2 == 0) {
-                        *(float2 *)dst = make_float2(acc[pl][4 * c + 2 * h], acc[pl][4 * c + 2 * h + 1]);
-                    } else {
-                        dst[0] = acc[pl][4 * c + 2 * h];
-                        if (m0 + 8 * c + 2 * t + 1 < No)
-                            dst[1] = acc[pl][4 * c + 2 * h + 1];
-                    }
-                }
+    each([&](float &v0, float &v1, float *p, bool two) {
+        if (No % 2 == 0) {
+            *(float2 *)p = make_float2(v0, v1);
+        } else {
+            p[0] = v0;
+            if (two)
+                p[1] = v1;
+        }
+    });
 }
 
 } // namespace sm90
