@@ -87,7 +87,7 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
 {
     /* rows of x a multiple of 16 bytes (the copy engine's stride rule); the kernel's grid
      * (column blocks in x, row blocks in y) and the transpose's (32 x 32 tiles, N_out in y) */
-    return enabled() && (a->N_in * operand_bytes) % 16 == 0 && cdiv(a->B, kRows) <= 65535 &&
+    return enabled() && (a->N_in * operand_bytes) % 16 == 0 && cdiv(a->B, kRows) <= 65534 &&
            cdiv(a->N_out, 32) <= 65535 && eligible(a, mode, operand_bytes);
 }
 
@@ -101,7 +101,24 @@ bool bwd_planned(const fc_args *a, int mode, int operand_bytes)
 
 namespace {
 
-std::atomic<int> g_chunks{-1}; /* FLASHCLIFFORD_FCGP_BWD_CHUNKS: 1 or 2; 0: by the rule */
+/* A small integer from the environment, read once: name's value when it is one digit in [lo,
+ * hi], else 0 (the default rule). */
+int env_digit(std::atomic<int> &v, const char *name, int lo, int hi)
+{
+    int c = v.load(std::memory_order_relaxed);
+    if (c < 0) {
+        const char *e = getenv(name);
+        const int d = e && e[0] >= '0' && e[0] <= '9' && !e[1] ? e[0] - '0' : -1;
+        int expected = -1;
+        v.compare_exchange_strong(expected, d >= lo && d <= hi ? d : 0);
+        c = v.load();
+    }
+    return c;
+}
+
+std::atomic<int> g_chunks{-1};  /* FLASHCLIFFORD_FCGP_BWD_CHUNKS: 1 or 2; 0: by the rule */
+std::atomic<int> g_gz_rows{-1}; /* FLASHCLIFFORD_FCGP_GZ_ROWS: 1 or 2; 0: the default */
+std::atomic<int> g_fwd_cl{-1};  /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 2 (2 x 1), 3 (1 x 2) */
 
 /* The backward's batch chunks: two from 2048 rows on, so that its batch-sized buffers (go^T, and
  * xg^T, yg^T where the gradients cannot hold them) span half the batch, while each chunk's
@@ -109,16 +126,26 @@ std::atomic<int> g_chunks{-1}; /* FLASHCLIFFORD_FCGP_BWD_CHUNKS: 1 or 2; 0: by t
  * fixes the count (for measurements). */
 int bwd_chunks(const fc_args *a)
 {
-    int c = g_chunks.load(std::memory_order_relaxed);
-    if (c < 0) {
-        const char *e = getenv("FLASHCLIFFORD_FCGP_BWD_CHUNKS");
-        int expected = -1;
-        g_chunks.compare_exchange_strong(expected, e && (e[0] == '1' || e[0] == '2') && !e[1] ? e[0] - '0' : 0);
-        c = g_chunks.load();
-    }
+    const int c = env_digit(g_chunks, "FLASHCLIFFORD_FCGP_BWD_CHUNKS", 1, 2);
     if (a->B < 2 * kBlockRows)
         return 1;
     return c > 0 ? c : a->B >= 2048 ? 2 : 1;
+}
+
+/* The forward's cluster shape: 1 x 1 unless FLASHCLIFFORD_FCGP_FWD_CLUSTER=2 (2 x 1: column
+ * tiles share x, y) or 3 (1 x 2: row tiles share W^T) at start-up (for measurements). */
+int fwd_cluster()
+{
+    const int c = env_digit(g_fwd_cl, "FLASHCLIFFORD_FCGP_FWD_CLUSTER", 1, 3);
+    return c > 0 ? c : 1;
+}
+
+/* gz's row tiles a cluster (the RW of gz_tma_kernel) where one CTA holds a tile: 1 unless
+ * FLASHCLIFFORD_FCGP_GZ_ROWS=2 at start-up. */
+int gz_rows()
+{
+    const int c = env_digit(g_gz_rows, "FLASHCLIFFORD_FCGP_GZ_ROWS", 1, 2);
+    return c > 0 ? c : 1;
 }
 
 /* gW's batch splits of a chunk of `rows`: the count (at most 8) with the fewest waves x steps a
@@ -354,19 +381,36 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     else if ((s = make_map(&gm, g, ty, sizeof(E), Ni, B, 1, C::KS, C::BM, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK)
         return s;
 
-    const dim3 grid((unsigned)cdiv(No, C::NT), (unsigned)cdiv(B, C::BM));
+    /* the cluster: CN column tiles sharing x, y (multicast), CM row tiles sharing W^T; the grid
+     * rounded up to whole clusters (tiles past the output read zeros and write nothing) */
+    const int shape = fwd_cluster();
+    const unsigned CN = shape == 2 ? 2 : 1, CM = shape == 3 ? 2 : 1;
+    const dim3 grid((unsigned)(cdiv(cdiv(No, C::NT), CN) * CN), (unsigned)(cdiv(cdiv(B, C::BM), CM) * CM));
     auto launch = [&](auto kern, int smem) -> fc_status {
         FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        kern<<<grid, C::THREADS, smem, st>>>(xm, ym, wm, gm, o, partial, (int)B, (int)Ni, (int)No);
-        FC_LAUNCH_CHECK(st);
+        cudaLaunchAttribute attr{};
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = CN, attr.val.clusterDim.y = CM, attr.val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = grid, cfg.blockDim = dim3(C::THREADS), cfg.dynamicSmemBytes = (size_t)smem, cfg.stream = st;
+        cfg.attrs = &attr, cfg.numAttrs = 1;
+        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, gm, o, partial, (int)B, (int)Ni, (int)No));
         return FC_OK;
     };
-    constexpr int smem_gate = tma_smem_bytes<ID, MODE, true>(), smem_plain = tma_smem_bytes<ID, MODE, false>();
+    auto pick = [&](auto gate, auto norm) -> fc_status {
+        constexpr bool GT = decltype(gate)::value, NM = decltype(norm)::value;
+        constexpr int smem = tma_smem_bytes<ID, MODE, GT>();
+        if (shape == 2)
+            return launch(fwd_tma_kernel<ID, MODE, 2, 1, GT, NM>, smem);
+        if (shape == 3)
+            return launch(fwd_tma_kernel<ID, MODE, 1, 2, GT, NM>, smem);
+        return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, NM>, smem);
+    };
+    using T = std::true_type;
+    using F = std::false_type;
     if (a->gate)
-        return partial ? launch(fwd_tma_kernel<ID, MODE, 1, 1, true, true>, smem_gate)
-                       : launch(fwd_tma_kernel<ID, MODE, 1, 1, true, false>, smem_gate);
-    return partial ? launch(fwd_tma_kernel<ID, MODE, 1, 1, false, true>, smem_plain)
-                   : launch(fwd_tma_kernel<ID, MODE, 1, 1, false, false>, smem_plain);
+        return partial ? pick(T{}, T{}) : pick(T{}, F{});
+    return partial ? pick(F{}, T{}) : pick(F{}, F{});
 }
 
 } // namespace
@@ -462,17 +506,21 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, 
     *partial = need_w ? part : nullptr;
     *splits = L.splits;
 
+    /* gz: clusters of Z::GROUPS CTAs along x, or of RW row tiles along y sharing W (__cluster_dims__) */
+    constexpr bool pairable = Z::GROUPS == 1;
+    const int RW = pairable ? gz_rows() : 1;
+    auto kgz = RW == 2 ? gz_tma_kernel<ID, MODE, Tio, pairable ? 2 : 1> : gz_tma_kernel<ID, MODE, Tio, 1>;
     CUtensorMap wm;
     fc_status s;
-    if (need_xy) { /* W in slot order, N_out in the A loads' order (gz_col) */
+    if (need_xy) { /* W in slot order, N_out in the A loads' order (gz_col); a CTA brings PS / RW slots */
         prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(Z::P * Ni * Nop, 256), 4096), 256, 0, st>>>(
             (const E *)in.w, wz, Z::slots, Z::P, Ni, No, Nop);
         FC_LAUNCH_CHECK(st);
-        if ((s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Z::P, Z::KS, Z::BN, Z::PS, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
+        if ((s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Z::P, Z::KS, Z::BN, Z::PS / RW,
+                          CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
             return s;
     }
     auto kgw = gw_tma_kernel<ID, MODE>;
-    auto kgz = gz_tma_kernel<ID, MODE, Tio>; /* clusters of Z::GROUPS CTAs along x (__cluster_dims__) */
     if (need_w)
         FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, W::SMEM));
     if (need_xy)
@@ -525,7 +573,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, 
             if ((s = make_map(&om, got, ty, sizeof(E), Bp, No, D, box_rows, Z::KS, Z::JG,
                               CU_TENSOR_MAP_SWIZZLE_128B)) != FC_OK)
                 return s;
-            kgz<<<dim3((unsigned)(cdiv(Ni, Z::BN) * Z::GROUPS), (unsigned)cdiv(rows, Z::BM)), Z::THREADS, Z::SMEM, st>>>(
+            kgz<<<dim3((unsigned)(cdiv(Ni, Z::BN) * Z::GROUPS), (unsigned)(cdiv(cdiv(rows, Z::BM), RW) * RW)),
+                  Z::THREADS, Z::SMEM, st>>>(
                 om, wm, x + b0 * Ni, y + b0 * Ni, gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows,
                 (int)Ni, (int)No, B * Ni, a->gate);
             FC_LAUNCH_CHECK(st);
