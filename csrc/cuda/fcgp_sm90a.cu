@@ -1,7 +1,7 @@
 /* fcgp_sm90a.cu — the Hopper FCGP kernels behind fcgp_sm90a.h. Forward: W^T prepared in the
  * workspace by a tiled transpose, with the gate the gate product g by gate_product, three or
- * four tensor maps a call, and fwd_tma_kernel of fcgp_wgmma.cuh on one CTA a tile (the multicast
- * clusters ran slower so far: benchmarks/NOTES_FCGP.md). Backward: per batch chunk, go^T
+ * four tensor maps a call, and fwd_tma_kernel of fcgp_wgmma.cuh in clusters of two CTAs that
+ * share a tile by multicast (fwd_cluster; benchmarks/NOTES_FCGP.md). Backward: per batch chunk, go^T
  * (go_transpose), xg^T and yg^T (gelu_transpose), gW's partials (fcgp_wgmma_gw.cuh) and the input
  * gradients (fcgp_wgmma_gz.cuh). setup.py builds this unit for sm_90a alone when 9.0 is a target
  * (FC_SM90A = 1); otherwise only its host side is compiled and the planning functions say no.
@@ -117,7 +117,6 @@ int env_digit(std::atomic<int> &v, const char *name, int lo, int hi)
 }
 
 std::atomic<int> g_chunks{-1};  /* FLASHCLIFFORD_FCGP_BWD_CHUNKS: 1 or 2; 0: by the rule */
-std::atomic<int> g_gz_rows{-1}; /* FLASHCLIFFORD_FCGP_GZ_ROWS: 1 or 2; 0: the default */
 std::atomic<int> g_fwd_cl{-1};  /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 2 (2 x 1), 3 (1 x 2) */
 
 /* The backward's batch chunks: two from 2048 rows on, so that its batch-sized buffers (go^T, and
@@ -132,20 +131,15 @@ int bwd_chunks(const fc_args *a)
     return c > 0 ? c : a->B >= 2048 ? 2 : 1;
 }
 
-/* The forward's cluster shape: 1 x 1 unless FLASHCLIFFORD_FCGP_FWD_CLUSTER=2 (2 x 1: column
- * tiles share x, y) or 3 (1 x 2: row tiles share W^T) at start-up (for measurements). */
-int fwd_cluster()
+/* The forward's cluster shape: 2 (2 x 1: two column tiles share x, y, each bringing one and
+ * multicasting it) for Cl(3,0) tf32, 3 (1 x 2: two row tiles share W^T, half the paths each)
+ * otherwise: the faster of the two in each cell of issue 4 (B 4096, N 512, NOTES_FCGP.md
+ * session 16: kernel 567 -> 536 us Cl(3,0) tf32, 207 -> 192 Cl(2,0) tf32, 298 -> 269 and 119 ->
+ * 100 in bf16, against one CTA); FLASHCLIFFORD_FCGP_FWD_CLUSTER=1, 2 or 3 at start-up fixes it. */
+int fwd_cluster(int D, int mode)
 {
     const int c = env_digit(g_fwd_cl, "FLASHCLIFFORD_FCGP_FWD_CLUSTER", 1, 3);
-    return c > 0 ? c : 1;
-}
-
-/* gz's row tiles a cluster (the RW of gz_tma_kernel) where one CTA holds a tile: 1 unless
- * FLASHCLIFFORD_FCGP_GZ_ROWS=2 at start-up. */
-int gz_rows()
-{
-    const int c = env_digit(g_gz_rows, "FLASHCLIFFORD_FCGP_GZ_ROWS", 1, 2);
-    return c > 0 ? c : 1;
+    return c > 0 ? c : D == 8 && mode == kTF32 ? 2 : 3;
 }
 
 /* gW's batch splits of a chunk of `rows`: the count (at most 8) with the fewest waves x steps a
@@ -383,7 +377,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
 
     /* the cluster: CN column tiles sharing x, y (multicast), CM row tiles sharing W^T; the grid
      * rounded up to whole clusters (tiles past the output read zeros and write nothing) */
-    const int shape = fwd_cluster();
+    const int shape = fwd_cluster(C::D, MODE);
     const unsigned CN = shape == 2 ? 2 : 1, CM = shape == 3 ? 2 : 1;
     const dim3 grid((unsigned)(cdiv(cdiv(No, C::NT), CN) * CN), (unsigned)(cdiv(cdiv(B, C::BM), CM) * CM));
     auto launch = [&](auto kern, int smem) -> fc_status {
@@ -506,21 +500,17 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, 
     *partial = need_w ? part : nullptr;
     *splits = L.splits;
 
-    /* gz: clusters of Z::GROUPS CTAs along x, or of RW row tiles along y sharing W (__cluster_dims__) */
-    constexpr bool pairable = Z::GROUPS == 1;
-    const int RW = pairable ? gz_rows() : 1;
-    auto kgz = RW == 2 ? gz_tma_kernel<ID, MODE, Tio, pairable ? 2 : 1> : gz_tma_kernel<ID, MODE, Tio, 1>;
     CUtensorMap wm;
     fc_status s;
-    if (need_xy) { /* W in slot order, N_out in the A loads' order (gz_col); a CTA brings PS / RW slots */
+    if (need_xy) { /* W in slot order, N_out in the A loads' order (gz_col) */
         prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(Z::P * Ni * Nop, 256), 4096), 256, 0, st>>>(
             (const E *)in.w, wz, Z::slots, Z::P, Ni, No, Nop);
         FC_LAUNCH_CHECK(st);
-        if ((s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Z::P, Z::KS, Z::BN, Z::PS / RW,
-                          CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
+        if ((s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Z::P, Z::KS, Z::BN, Z::PS, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
             return s;
     }
     auto kgw = gw_tma_kernel<ID, MODE>;
+    auto kgz = gz_tma_kernel<ID, MODE, Tio>; /* clusters of Z::GROUPS CTAs along x (__cluster_dims__) */
     if (need_w)
         FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, W::SMEM));
     if (need_xy)
@@ -573,8 +563,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, 
             if ((s = make_map(&om, got, ty, sizeof(E), Bp, No, D, box_rows, Z::KS, Z::JG,
                               CU_TENSOR_MAP_SWIZZLE_128B)) != FC_OK)
                 return s;
-            kgz<<<dim3((unsigned)(cdiv(Ni, Z::BN) * Z::GROUPS), (unsigned)(cdiv(cdiv(rows, Z::BM), RW) * RW)),
-                  Z::THREADS, Z::SMEM, st>>>(
+            kgz<<<dim3((unsigned)(cdiv(Ni, Z::BN) * Z::GROUPS), (unsigned)cdiv(rows, Z::BM)), Z::THREADS, Z::SMEM, st>>>(
                 om, wm, x + b0 * Ni, y + b0 * Ni, gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows,
                 (int)Ni, (int)No, B * Ni, a->gate);
             FC_LAUNCH_CHECK(st);

@@ -24,10 +24,6 @@
  * takes half its components and their pairs, every pair's accumulators at the same positions,
  * BN / 2 fp32 a pair and thread. Each thread finishes positions as fcgp.cu's gz_kernel does,
  * forming xg, yg from x, y there (no gated copies in memory).
- *
- * Where one CTA holds a tile (GROUPS = 1), RW = 2 pairs the CTAs of two row tiles in a cluster
- * along y: both read the same W tiles, so each brings half of the step's paths and multicasts
- * them to both (a CTA's step from L2: Cl(2,0) 8 KB of go + 5 of W, where it was 8 + 10).
  */
 #pragma once
 
@@ -164,23 +160,21 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE>::QW][GzCfg<
  * (xg, yg) and its backward the epilogue forms at each position; gx, gy (the same layout): NULL
  * when not wanted. Clusters of GROUPS CTAs along x: blockIdx.x / GROUPS is the column tile, the
  * rank the group. */
-template <int ID, int MODE, class Tio, int RW>
-__global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, RW, 1) __launch_bounds__(256, 1)
+template <int ID, int MODE, class Tio>
+__global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds__(256, 1)
     gz_tma_kernel(const __grid_constant__ CUtensorMap gomap, const __grid_constant__ CUtensorMap wmap,
                   const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y, Tio *__restrict__ gx,
                   Tio *__restrict__ gy, int B, int Ni, int No, int64_t cs, int gate)
 {
     using C = GzCfg<ID, MODE>;
     using A = AlgebraTraits<ID>;
-    constexpr int D = C::D, S = C::STAGES, WH = C::WB / RW; /* the W tile bytes a CTA brings */
-    static_assert(RW == 1 || (RW == 2 && C::GROUPS == 1 && C::PS % 2 == 0 && WH % 256 == 0),
-                  "row pairs only where one CTA holds a tile, each bringing whole swizzle tiles");
+    constexpr int D = C::D, S = C::STAGES;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
-    const int grp = C::GROUPS == 1 ? 0 : (int)tma::cluster_rank(), ry = RW == 1 ? 0 : (int)tma::cluster_rank();
+    const int grp = C::GROUPS == 1 ? 0 : (int)tma::cluster_rank();
     const int n0 = blockIdx.x / C::GROUPS * C::BN, m0 = blockIdx.y * C::BM, steps = (No + C::KS - 1) / C::KS;
-    tma::Ring<S, RW> ring((uint64_t *)(smem + C::BARS), steps, 2);
+    tma::Ring<S> ring((uint64_t *)(smem + C::BARS), steps, 2);
     auto issue = [&](int s, uint64_t *bar) { /* thread 0: step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * C::STAGE;
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
@@ -190,10 +184,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, RW, 1) __launch_bounds
         } else {
             tma::load_3d(buf, &gomap, m0, s * C::KS, grp * C::JG, bar);
         }
-        if constexpr (RW == 1) /* wmap's box: PS / RW slots */
-            tma::load_3d(buf + C::OB, &wmap, s * C::KS, n0, grp * C::PS, bar);
-        else
-            tma::load_3d_multicast(buf + C::OB + ry * WH, &wmap, s * C::KS, n0, ry * (C::PS / RW), bar, 0x3);
+        tma::load_3d(buf + C::OB, &wmap, s * C::KS, n0, grp * C::PS, bar);
     };
     float *sG = (float *)smem; /* after the K loop, over the ring: G[pair - grp QG][row GS + column] */
 
@@ -283,8 +274,8 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, RW, 1) __launch_bounds
         if (gy)
             gate_backward(gate, ty, y + off, gy + off, BNi);
     }
-    if constexpr (C::GROUPS > 1 || RW > 1)
-        tma::cluster_sync(); /* the peer has read this one's G, or signalled its last release: this CTA may go */
+    if constexpr (C::GROUPS > 1)
+        tma::cluster_sync(); /* the other CTA has read this one's G: its shared memory may go */
 }
 
 } // namespace sm90

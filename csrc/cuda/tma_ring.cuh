@@ -1,11 +1,9 @@
-/* tma_ring.cuh — a ring of S shared-memory stages fed by the copy engine (tma.cuh), for the
- * Hopper FCGP backward kernels: thread 0 issues a step's copies as soon as its buffer is free,
- * polling the "empty" mbarriers (it also computes, so it must not block on them), and blocks
- * only when the step it is about to read has not been issued yet; each consumer warpgroup
- * releases a buffer once its reads of it have completed. In a cluster of CS CTAs whose copies
- * multicast into each other's buffers, a buffer is free once every consumer of the cluster has
- * released it: a warpgroup arrives on the empty mbarrier of each CTA (one lane a CTA). (The
- * forward's ring in fcgp_wgmma.cuh is the same.)
+/* tma_ring.cuh — one CTA's ring of S shared-memory stages fed by the copy engine (tma.cuh), for
+ * the Hopper FCGP backward kernels: thread 0 issues a step's copies as soon as its buffer is
+ * free, polling the "empty" mbarriers (it also computes, so it must not block on them), and
+ * blocks only when the step it is about to read has not been issued yet; each consumer
+ * warpgroup releases a buffer once its reads of it have completed. (The forward's ring in
+ * fcgp_wgmma.cuh is the same for one CTA and also releases across a cluster.)
  */
 #pragma once
 
@@ -14,26 +12,21 @@
 namespace fc {
 namespace tma {
 
-template <int S, int CS = 1> struct Ring {
+template <int S> struct Ring {
     uint64_t *full, *empty;
     int steps, issued = 0;
 
-    /* Every thread of the CTA constructs it (a CTA barrier inside; with CS > 1 a cluster barrier,
-     * so that no peer's copy or arrive reaches an mbarrier before it is initialised); bars: 2 S
-     * mbarriers in shared memory, at the same offset in every CTA of the cluster. */
+    /* Every thread of the CTA constructs it (a barrier inside); bars: 2 S mbarriers in shared memory. */
     __device__ Ring(uint64_t *bars, int steps_, int consumers) : full(bars), empty(bars + S), steps(steps_)
     {
         if (threadIdx.x == 0) {
             for (int b = 0; b < S; ++b) {
                 mbar_init(&full[b], 1);
-                mbar_init(&empty[b], consumers * CS);
+                mbar_init(&empty[b], consumers);
             }
             fence_mbar_init();
         }
-        if constexpr (CS > 1)
-            cluster_sync();
-        else
-            __syncthreads();
+        __syncthreads();
     }
     /* Thread 0, before reading step s (< steps): issue(t, full barrier) copies step t into buffer t % S. */
     template <class Issue> __device__ __forceinline__ void pump(int s, Issue &&issue)
@@ -51,8 +44,7 @@ template <int S, int CS = 1> struct Ring {
     }
     /* Every step in order: thread 0 keeps the copies ahead, every thread waits for the step's
      * tiles, body(s) consumes them and returns once its warpgroup's reads of the buffer are
-     * complete (wgmma waited for), and the warpgroup releases the buffer to every CTA whose
-     * copies land in it. */
+     * complete (wgmma waited for), and one thread a warpgroup releases the buffer. */
     template <class Issue, class Body> __device__ __forceinline__ void consume(Issue &&issue, Body &&body)
     {
         for (int s = 0; s < steps; ++s) {
@@ -60,12 +52,8 @@ template <int S, int CS = 1> struct Ring {
                 pump(s, issue);
             mbar_wait(&full[s % S], (s / S) & 1);
             body(s);
-            if constexpr (CS == 1) {
-                if (threadIdx.x % 128 == 0)
-                    mbar_arrive(&empty[s % S]);
-            } else if (threadIdx.x % 128 < CS) {
-                mbar_arrive_cluster<false>(&empty[s % S], (uint32_t)(threadIdx.x % 128));
-            }
+            if (threadIdx.x % 128 == 0)
+                mbar_arrive(&empty[s % S]);
             if (threadIdx.x == 0 && s + 1 < steps)
                 pump(s + 1, issue);
         }
