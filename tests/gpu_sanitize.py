@@ -47,6 +47,9 @@ FCGP_SHAPES = [(67, 45, 70), (70, 64, 96), (32, 64, 40)]
 # the Hopper backward in two batch chunks (from 2048 rows): the second chunk's rows whole blocks
 # of 16 (gW's transposed operands in grad_x, grad_y) or not (in the workspace)
 FCGP_CHUNKED_SHAPES = [(2048, 64, 40), (2085, 72, 24)]
+# more Hopper gW tiles than SMs: a round of whole tiles, then segments of the batch on several
+# blocks handing their sums over through flags (fcgp_gw_sched.h), in one or two rounds
+FCGP_SCHED_SHAPES = [(200, 512, 528)]
 
 
 def host(*shape, dtype):
@@ -160,7 +163,7 @@ def run(quick, hopper_only=False):
         for on, gw in ((True, True),) if hopper_only else ((True, False), (False, False), (True, True)):
             fc._C._fcgp_sm90(on)
             fc._C._fcgp_sm90_bwd(gw)
-            shapes = FCGP_SHAPES + (FCGP_CHUNKED_SHAPES if gw else [])
+            shapes = FCGP_SHAPES + (FCGP_CHUNKED_SHAPES + FCGP_SCHED_SHAPES if gw else [])
             n_switch += run_fcgp([fc.Algebra(2), fc.Algebra(3)], ["tf32", "fp32-bf16", "bfloat16"], False, shapes)
         fc._C._fcgp_sm90(before)
         fc._C._fcgp_sm90_bwd(before_gw)

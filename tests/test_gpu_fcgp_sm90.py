@@ -137,18 +137,21 @@ def test_unaligned_rows_fall_back(sm90_on, mode):
 # The Hopper backward kernels (fcgp_wgmma_gz.cuh, fcgp_wgmma_gw.cuh), switched on with
 # _C._fcgp_sm90_bwd: N_in and N_out not multiples of their tiles (gz: 16 or 32 columns of N_in,
 # over a pair of CTAs for Cl(3,0) tf32; gW: 48 of N_out, in two path groups at D = 8), a batch
-# that ends inside a step and one that the weight gradient splits over several blocks, and rows
-# of N_in or N_out of any length (the backward reads only its own transposed copies: go^T, xg^T,
-# yg^T need no alignment of the inputs' rows)
+# that ends inside a step and one whose weight-gradient tiles are cut into segments of the batch on
+# several blocks, rows of N_in or N_out of any length (the backward reads only its own transposed
+# copies: go^T, xg^T, yg^T need no alignment of the inputs' rows), and more gW tiles than an H100
+# has SMs (fcgp_gw_sched.h: Cl(3,0)'s 176 tiles of 512 x 528 take a round of whole tiles, then the
+# other 44 in three segments each; Cl(2,0)'s 88 two rounds of segments)
 BWD_SHAPES = [
     pytest.param((200,), 64, 104, id="B200-64-104"),
     pytest.param((3, 23), 120, 72, id="B3x23-120-72"),  # batch 69: a step's tail
     pytest.param((1,), 8, 8, id="B1-8-8"),
-    pytest.param((1000,), 72, 56, id="B1000-72-56"),  # several weight-gradient splits
+    pytest.param((1000,), 72, 56, id="B1000-72-56"),  # gW tiles in 8 segments of the batch
     pytest.param((37,), 45, 32, id="B37-45-32"),  # N_in 45: the mma.sync forward, the Hopper backward
     pytest.param((66,), 40, 45, id="B66-40-45"),  # N_out 45: rows of go not 16 bytes
     pytest.param((1,), 8, 1, id="B1-8-1"),  # one normalized feature
     pytest.param((2, 128), 64, 40, id="B2x128-64-40"),  # whole bf16 steps: xg^T, yg^T in grad_x, grad_y
+    pytest.param((200,), 512, 528, id="B200-512-528"),  # gW: whole-tile rounds, then segments
 ]
 
 
@@ -173,7 +176,8 @@ def test_backward(bwd_either, alg, batch, n_in, n_out, mode, normalize):
 
 
 # From 2048 rows the Hopper backward runs in two batch chunks: go^T and gW's transposed operands
-# span half the batch, the second chunk's gW adds to the partials the first wrote, and the input
+# span half the batch, the second chunk's gW adds the first one's sum (kept in grad_weight when it
+# is fp32, in an fp32 stash for bfloat16), and the input
 # gradients of a chunk overwrite gW's operands of that chunk only (in grad_x, grad_y when its rows
 # are whole blocks of 16: B 2048; in the workspace otherwise: B 2085, whose chunks are 1056 and
 # 1029 rows)
@@ -201,7 +205,7 @@ def test_backward_planned_and_deterministic(bwd_on, alg, mode):
                                     PRECISION_CODES[precision], True, torch.cuda.current_device())
 
     # its workspace holds go^T of half the batch (two chunks from 2048 rows on, each padded to
-    # whole blocks of 16 rows), gz's W copy (P, N_in, N_out), gW's partials, and xg^T, yg^T of a
+    # whole blocks of 16 rows), gz's W copy (P, N_in, N_out), gW's segment sums, and xg^T, yg^T of a
     # chunk unless grad_x and grad_y can hold them: when every chunk's rows are whole blocks
     # (B = 3008: chunks of 1504), or always with fp32 data and bf16 products (the gradients twice
     # as wide); not at B = 3007 in tf32 or bfloat16
@@ -213,7 +217,7 @@ def test_backward_planned_and_deterministic(bwd_on, alg, mode):
     transposes = 2 * alg.D * n_in * (B // 2) * size
     gap = ws(B - 1) - on  # less by the other buffers' one row (the norm statistics: bytes)
     assert gap >= transposes - 4096 if mode != "fp32-bf16" else abs(gap) < transposes // 2
-    # several batch splits summed in order, no atomics: bitwise the same from run to run
+    # gW tiles in segments of the batch summed in order, no atomics: bitwise the same from run to run
     x, y, w, gout = make_fcgp(alg, (B,), n_in, n_out, dtype, 7)
     grads = []
     for _ in range(2):

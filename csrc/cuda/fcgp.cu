@@ -17,8 +17,8 @@
  * forward GEMM (also the one a backward without out recomputes) and the backward are the Hopper
  * kernels of fcgp_sm90a.h (wgmma with TMA tiles) wherever their switches and sizes allow; the
  * Hopper backward takes only the norm's row statistics from norm_bwd and forms go transposed
- * itself. Everything around them (conversions, the prepass of the mma.sync gW, fwd_finalize,
- * norm_bwd, gw_reduce) stays here.
+ * itself; it writes all three gradients (its gW sums on chip: no gw_reduce). Everything around
+ * them (conversions, the prepass of the mma.sync gW, fwd_finalize, norm_bwd) stays here.
  *
  * Design. Every GEMM kernel streams K in stages: cp.async copies the raw tiles into shared
  * memory, one pass turns them into the operand tiles (GELU of x and y, tf32 rounding,
@@ -1184,8 +1184,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
     }
 
     /* The Hopper backward: the norm's row statistics here (norm_bwd, from out, or from o
-     * recomputed as the forward made it), then go^T, gW's partials and the input gradients
-     * (sm90::backward), and the partials summed in split order. */
+     * recomputed as the forward made it), then go^T and the three gradients (sm90::backward). */
     static fc_status sm90_backward(const fc_args *a, const E *x, const E *y, const E *w, const Layout &L, char *ws,
                                    cudaStream_t st)
     {
@@ -1210,16 +1209,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 FC_LAUNCH_CHECK(st);
                 in.v = o, in.v_bytes = (int)sizeof(C), in.stats = stats;
             }
-            float *part = nullptr;
-            int splits = 0;
-            if ((s = sm90::backward(a, MODE, in, ws + L.bw90, &part, &splits, st)) != FC_OK)
-                return s;
-            if (part) {
-                const int64_t n = P * a->N_in * No;
-                gw_reduce<C, Tio><<<grid_for(n, 256), 256, 0, st>>>(part, (Tio *)a->grad_weight, splits, n);
-                FC_LAUNCH_CHECK(st);
-            }
-            return FC_OK;
+            return sm90::backward(a, MODE, in, ws + L.bw90, st);
         } else {
             return FC_ERR_TYPE; /* sm90_bwd_planned() is false for these types */
         }

@@ -2,7 +2,7 @@
  * workspace by a tiled transpose, with the gate the gate product g by gate_product, three or
  * four tensor maps a call, and fwd_tma_kernel of fcgp_wgmma.cuh in clusters of two CTAs that
  * share a tile by multicast (fwd_cluster; benchmarks/NOTES_FCGP.md). Backward: per batch chunk, go^T
- * (go_transpose), xg^T and yg^T (gelu_transpose), gW's partials (fcgp_wgmma_gw.cuh) and the input
+ * (go_transpose), xg^T and yg^T (gelu_transpose), the weight gradient (fcgp_wgmma_gw.cuh) and the input
  * gradients (fcgp_wgmma_gz.cuh). setup.py builds this unit for sm_90a alone when 9.0 is a target
  * (FC_SM90A = 1); otherwise only its host side is compiled and the planning functions say no.
  */
@@ -13,8 +13,10 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "common.cuh"
+#include "fcgp_gw_sched.h"
 #include "mma_ptx.cuh" /* Mode */
 
 #ifndef FC_SM90A
@@ -45,7 +47,14 @@ inline int64_t whole_steps(int64_t n, int mode) { return cdiv(n, kSteps(mode)) *
 constexpr int tile_cols(int D) { return 512 / D; }
 constexpr int gw_cols(int) { return 48; }
 constexpr int gw_groups(int D) { return D == 8 ? 2 : 1; } /* GwCfg::GROUPS: path groups, a block each */
+/* the floats of a gW tile's accumulators (GwCfg: a group's paths x BM x NT): a segment slot */
+constexpr size_t gw_slot_floats(int D, int P) { return (size_t)(P / gw_groups(D)) * 64 * gw_cols(D); }
 inline size_t up256(size_t n) { return (n + 255) & ~(size_t)255; }
+/* gW's tiles (fcgp_gw_sched.h) */
+int64_t gw_tiles(const fc_args *a)
+{
+    return cdiv(a->N_out, gw_cols(a->alg->D)) * gw_groups(a->alg->D) * cdiv(a->N_in, kRows);
+}
 
 /* An environment switch read once: "1" or "0" sets it, anything else leaves the default. */
 bool switch_state(std::atomic<int> &v, const char *env, int dflt)
@@ -93,10 +102,11 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
 
 bool bwd_planned(const fc_args *a, int mode, int operand_bytes)
 {
-    /* grids: go_transpose (B / 32, N_out / 32), gelu_transpose (N_in / 32, B / 32, 2), gW
-     * (N_out / NT x path groups, N_in / 64, splits <= 8), gz (N_in / BN x groups, B / 64) */
+    /* grids: go_transpose (B / 32, N_out / 32), gelu_transpose (N_in / 32, B / 32, 2), gz (N_in
+     * / BN x groups, B / 64); gW's tiles and a block's steps over them in int */
     return bwd_enabled() && cdiv(a->B, 32) <= 65535 && cdiv(a->N_out, 32) <= 65535 &&
-           cdiv(a->N_in, kRows) <= 65535 && eligible(a, mode, operand_bytes);
+           cdiv(a->N_in, kRows) <= 65535 && gw_tiles(a) <= INT_MAX / 2 &&
+           cdiv(gw_tiles(a), 8) * cdiv(a->B, 8) <= INT_MAX / 2 && eligible(a, mode, operand_bytes);
 }
 
 namespace {
@@ -136,40 +146,30 @@ int bwd_chunks(const fc_args *a)
  * otherwise: the faster of the two in each cell of issue 4 (B 4096, N 512, NOTES_FCGP.md
  * session 16: kernel 567 -> 536 us Cl(3,0) tf32, 207 -> 192 Cl(2,0) tf32, 298 -> 269 and 119 ->
  * 100 in bf16, against one CTA); FLASHCLIFFORD_FCGP_FWD_CLUSTER=1, 2 or 3 at start-up fixes it. */
-int fwd_cluster(int D, int mode)
+[[maybe_unused]] int fwd_cluster(int D, int mode)
 {
     const int c = env_digit(g_fwd_cl, "FLASHCLIFFORD_FCGP_FWD_CLUSTER", 1, 3);
     return c > 0 ? c : D == 8 && mode == kTF32 ? 2 : 3;
 }
 
-/* gW's batch splits of a chunk of `rows`: the count (at most 8) with the fewest waves x steps a
- * block (a block an SM), then the fewest partials; rows_per_split a whole number of steps. */
-int gw_splits(const fc_args *a, int mode, int64_t rows, int64_t *rows_per_split)
+/* gW's schedule for a chunk of Bp padded rows on this device. */
+GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 {
-    const int64_t ks = kSteps(mode), kb = std::max<int64_t>(1, cdiv(rows, ks)),
-                  tiles = cdiv(a->N_out, gw_cols(a->alg->D)) * gw_groups(a->alg->D) * cdiv(a->N_in, kRows),
-                  sms = std::max(1, sm_count(a->device));
-    int64_t best = 1, best_cost = 0;
-    for (int64_t S = 1; S <= std::min<int64_t>(8, kb); ++S) {
-        const int64_t cost = cdiv(tiles * S, sms) * cdiv(kb, S);
-        if (S == 1 || cost < best_cost)
-            best = S, best_cost = cost;
-    }
-    *rows_per_split = cdiv(kb, best) * ks;
-    return (int)cdiv(std::max<int64_t>(1, rows), *rows_per_split);
+    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode)), std::max(1, sm_count(a->device)));
 }
 
 int64_t up_block(int64_t n) { return cdiv(n, kBlockRows) * kBlockRows; }
 
 /* The backward's workspace: go^T (D, N_out, Bp), xg^T and yg^T (D, N_in, Bp) unless grad_x and
- * grad_y hold them (in_grads), gz's W copy (P slots, N_in, N_out padded to whole steps) and gW's
- * fp32 partials, all in the operand type but the partials; Bp: the first (largest) chunk's rows
- * padded to whole batch blocks. */
+ * grad_y hold them (in_grads), gz's W copy (P slots, N_in, N_out padded to whole steps), all in
+ * the operand type; gW's segment slots (fp32 tiles) and their flags, and, where later chunks add
+ * to the earlier ones' weight gradient and it is not fp32, an fp32 stash of it; Bp: the first
+ * (largest) chunk's rows padded to whole batch blocks. */
 struct BwdLayout {
-    int chunks, splits;
-    int64_t Bc, Bp, rows_per_split; /* rows a chunk (the last may have fewer), the first padded */
+    int chunks, nslots;
+    int64_t Bc, Bp; /* rows a chunk (the last may have fewer), the first padded */
     bool in_grads;
-    size_t got, xgt, ygt, wz, part, total;
+    size_t got, xgt, ygt, wz, slots, flags, stash, total;
 };
 BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
 {
@@ -180,15 +180,16 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
     L.chunks = bwd_chunks(a);
     L.Bc = L.chunks == 1 ? B : up_block(cdiv(B, L.chunks));
     L.Bp = up_block(L.Bc);
-    L.splits = gw_splits(a, mode, L.Bp, &L.rows_per_split);
     /* xg^T, yg^T of chunk c in grad_x, grad_y's rows of that chunk (which gz overwrites only after
      * gW has read them): when both are given, 16-byte aligned, their components 16-byte strided,
      * and every chunk's padded rows fit in its rows of the data type */
     L.in_grads = need_w && a->grad_x && a->grad_y && ((uintptr_t)a->grad_x % 16) == 0 &&
                  ((uintptr_t)a->grad_y % 16) == 0 && (B * Ni * db) % 16 == 0;
-    for (int64_t b0 = 0; b0 < B && L.in_grads; b0 += L.Bc) {
+    for (int64_t b0 = 0; b0 < B; b0 += L.Bc) {
         const int64_t rows = std::min(L.Bc, B - b0);
-        L.in_grads = up_block(rows) * eb <= rows * db;
+        L.in_grads = L.in_grads && up_block(rows) * eb <= rows * db;
+        if (need_w) /* chunks of two sizes at most: the slots of the larger need */
+            L.nslots = std::max(L.nslots, gw_sched(a, mode, up_block(rows)).slots());
     }
     Bump bp;
     L.got = bp.take((size_t)(D * No * L.Bp) * eb);
@@ -198,8 +199,12 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
     }
     if (need_xy)
         L.wz = bp.take((size_t)(P * Ni * whole_steps(No, mode)) * eb);
-    if (need_w)
-        L.part = bp.take((size_t)L.splits * (size_t)(P * Ni * No) * sizeof(float));
+    if (need_w) {
+        L.slots = bp.take((size_t)L.nslots * gw_slot_floats((int)D, (int)P) * sizeof(float));
+        L.flags = bp.take((size_t)std::max(1, L.nslots) * sizeof(int));
+        if (L.chunks > 1 && db != 4)
+            L.stash = bp.take((size_t)(P * Ni * No) * sizeof(float));
+    }
     L.total = bp.off;
     return L;
 }
@@ -315,7 +320,9 @@ static_assert(tile_cols(4) == Cfg<0, kTF32>::NT && tile_cols(8) == Cfg<1, kTF32>
                   gw_cols(4) == GwCfg<0, kTF32>::NT && gw_cols(8) == GwCfg<1, kTF32>::NT &&
                   gw_groups(4) == GwCfg<0, kTF32>::GROUPS && gw_groups(8) == GwCfg<1, kTF32>::GROUPS &&
                   kSteps(kTF32) == Cfg<1, kTF32>::KS && kSteps(kBF16) == Cfg<1, kBF16>::KS &&
-                  kBlockRows == kBatchBlock,
+                  kBlockRows == kBatchBlock &&
+                  gw_slot_floats(4, AlgebraTraits<0>::P) == 256 * GwCfg<0, kTF32>::PH * GwCfg<0, kTF32>::NT / 2 &&
+                  gw_slot_floats(8, AlgebraTraits<1>::P) == 256 * GwCfg<1, kTF32>::PH * GwCfg<1, kTF32>::NT / 2,
               "the host-side tile constants match the kernels' configurations");
 
 /* f(id, mode) for the call's algebra and operand mode as compile-time constants: the D <= 8
@@ -482,7 +489,7 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
 namespace {
 
 template <int ID, int MODE, class Tio>
-fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, int *splits, cudaStream_t st)
+fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
 {
     using E = Elem<MODE>;
     using W = GwCfg<ID, MODE>;
@@ -494,11 +501,13 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, 
     const bool need_w = a->grad_weight, need_xy = a->grad_x || a->grad_y;
     char *p = (char *)ws;
     E *got = (E *)(p + L.got), *wz = (E *)(p + L.wz);
-    float *part = (float *)(p + L.part);
     const E *x = (const E *)in.x, *y = (const E *)in.y;
-    Tio *gx = (Tio *)a->grad_x, *gy = (Tio *)a->grad_y;
-    *partial = need_w ? part : nullptr;
-    *splits = L.splits;
+    Tio *gx = (Tio *)a->grad_x, *gy = (Tio *)a->grad_y, *gwt = (Tio *)a->grad_weight;
+    /* gW's fp32 sum over the chunks so far: grad_weight itself when fp32, else the stash */
+    float *wsum = std::is_same<Tio, float>::value ? (float *)gwt : (float *)(p + L.stash);
+    int *flags = (int *)(p + L.flags);
+    if (need_w) /* the segments' flags, raised to the chunk's number + 1 */
+        FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)std::max(1, L.nslots) * sizeof(int), st));
 
     CUtensorMap wm;
     fc_status s;
@@ -509,7 +518,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, 
         if ((s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Z::P, Z::KS, Z::BN, Z::PS, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
             return s;
     }
-    auto kgw = gw_tma_kernel<ID, MODE>;
+    auto kgw = gw_tma_kernel<ID, MODE, Tio>;
     auto kgz = gz_tma_kernel<ID, MODE, Tio>; /* clusters of Z::GROUPS CTAs along x (__cluster_dims__) */
     if (need_w)
         FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, W::SMEM));
@@ -530,7 +539,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, 
                                                                     stats, got, rows, No, Bp, cs);
         FC_LAUNCH_CHECK(st);
 
-        if (need_w) { /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws), then gW's partials */
+        if (need_w) { /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws), then gW */
             E *xgt, *ygt;
             int64_t dcs; /* their component stride, in elements */
             if (L.in_grads) {
@@ -552,9 +561,12 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, 
                     FC_OK ||
                 (s = make_map(&gm, got, ty, sizeof(E), Bp, No, D, W::KS, W::NT, D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
                 return s;
-            kgw<<<dim3((unsigned)(cdiv(No, W::NT) * W::GROUPS), (unsigned)cdiv(Ni, W::BM), (unsigned)L.splits),
-                  W::THREADS, W::SMEM, st>>>(xm, ym, gm, part, (int)Bp, (int)Ni, (int)No, (int)L.rows_per_split,
-                                             c > 0); /* all Bp positions: a row may lie past `rows` (got_row) */
+            /* all Bp positions: a row may lie past `rows` (got_row) */
+            const GwSched sch = gw_sched(a, MODE, Bp);
+            const bool last = b0 + rows >= B;
+            kgw<<<(unsigned)sch.grid, W::THREADS, W::SMEM, st>>>(xm, ym, gm, sch, (float *)(p + L.slots), flags,
+                                                                 (int)c + 1, c > 0 ? wsum : nullptr,
+                                                                 last ? nullptr : wsum, gwt, (int)Ni, (int)No);
             FC_LAUNCH_CHECK(st);
         }
         if (need_xy) { /* the chunk's input gradients, over its xg^T, yg^T when they lay in grad_x, grad_y */
@@ -574,16 +586,15 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, float **partial, 
 
 } // namespace
 
-fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, float **partial, int *splits,
-                   cudaStream_t stream)
+fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, cudaStream_t stream)
 {
     /* the data type: fp32 (tf32 products always), or bf16 for bf16 data */
     return dispatch(a, mode, "backward", [&](auto id, auto md) -> fc_status {
         constexpr int ID = decltype(id)::value, MODE = decltype(md)::value;
         if constexpr (MODE == kBF16)
             if (a->dtype == FC_BF16)
-                return bwd<ID, MODE, __nv_bfloat16>(a, in, ws, partial, splits, stream);
-        return bwd<ID, MODE, float>(a, in, ws, partial, splits, stream);
+                return bwd<ID, MODE, __nv_bfloat16>(a, in, ws, stream);
+        return bwd<ID, MODE, float>(a, in, ws, stream);
     });
 }
 
@@ -596,7 +607,7 @@ fc_status forward_gemm(const fc_args *, int, const void *, const void *, const v
     return FC_ERR_VALUE;
 }
 
-fc_status backward(const fc_args *, int, const BwdInputs &, void *, float **, int *, cudaStream_t)
+fc_status backward(const fc_args *, int, const BwdInputs &, void *, cudaStream_t)
 {
     fc_set_error("fcgp: this build has no sm_90a code (build with 9.0 among FLASHCLIFFORD_CUDA_ARCHS)");
     return FC_ERR_VALUE;

@@ -48,15 +48,15 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * alignment, as it reads only copies it makes), its workspace, and the launch.
  *
  * The launch writes go^T, the output gradient through the norm's backward, transposed (one copy:
- * gz and gW both read it), then the weight gradient's partials and the input gradients; in two
+ * gz and gW both read it), then the weight gradient and the input gradients; in two
  * chunks of the batch from 2048 rows on (bwd_chunks), so that go^T and, unless grad_x and grad_y
  * hold them, gW's xg^T, yg^T span half the batch. `in`: x, y, w the inputs in the operand type
  * (converted copies for fp32 data with bf16 products); v the forward's out (v_bytes: the data
  * type's size) or the recomputed o (fp32, v_bytes 4), and stats (B, 2 G: 1 / r_g, then the norm
  * backward's coefficient, per row: fcgp.cu's norm_bwd), both NULL without the norm. grad_out and
- * the gradients are the args' (data type; grad_x, grad_y and grad_weight NULL when not wanted).
- * It returns gW's fp32 partials (splits of (P, N_in, N_out) inside ws; NULL without
- * grad_weight) for the caller's reduction in split order. */
+ * the gradients are the args' (data type; grad_x, grad_y and grad_weight NULL when not wanted);
+ * all three are written here (the weight gradient summed on chip in a fixed order: no
+ * reduction left to the caller). */
 struct BwdInputs {
     const void *x, *y, *w, *v;
     int v_bytes;
@@ -64,8 +64,7 @@ struct BwdInputs {
 };
 bool bwd_planned(const fc_args *a, int mode, int operand_bytes);
 size_t bwd_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
-fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, float **partial, int *splits,
-                   cudaStream_t stream);
+fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, cudaStream_t stream);
 
 /* The switches (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0", FLASHCLIFFORD_FCGP_SM90_BWD
  * == "0" for the backward kernels) and whether the unit has sm_90a code. */

@@ -17,12 +17,15 @@
  * per output component j) and issues one wgmma a pair on go_j's tile. Split in groups, a pair
  * formed feeds a wgmma of N = 48 (the whole paths' block took N = 24 at Cl(3,0)): half the
  * fragment forming and wgmmas a flop, and 7% fewer tile bytes.
- * The batch is split over gridDim.z; each split writes its own fp32 partial (P, N_in, N_out),
- * summed in split order afterwards (deterministic, no atomics). The backward may run in batch
- * chunks: the chunks after the first add to the partials their split wrote (accumulate).
+ * One block an SM works through the tiles in rounds (fcgp_gw_sched.h): whole tiles while they
+ * fill a round, then the rest cut into segments of the batch whose sums the last segment's block
+ * adds in a fixed order, so each tile is written once, deterministically, with no separate
+ * reduction. The backward may run in batch chunks: a later chunk adds the fp32 sum of the earlier
+ * ones (kept in grad_weight when it is fp32, else in a weight-sized stash).
  */
 #pragma once
 
+#include "fcgp_gw_sched.h"
 #include "fcgp_wgmma.cuh"
 #include "tma_ring.cuh"
 
@@ -155,95 +158,172 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
     }
 }
 
-/* The weight gradient's partial of batch split blockIdx.z for path group blockIdx.x % GROUPS:
- * xmap, ymap over xg^T, yg^T (Bp, N_in, D; xmap's box XC components), gomap over go^T (Bp,
- * N_out, D) in the 32-byte swizzle, of B batch positions (a chunk's rows padded to whole blocks:
- * the block's order may place a row past the row count); partial (splits, P, N_in, N_out),
- * written, or added to (accumulate: a later chunk of the batch; the same thread wrote it).
- * rows_per_split is a multiple of KS, so no step crosses into the next split; positions of no
- * row hold zeros in both operands. Thread 0 also produces, polling as the forward does. */
-template <int ID, int MODE>
+/* ld.acquire / st.release of a flag at GPU scope: the segments' hand-off (fcgp_gw_sched.h). */
+__device__ __forceinline__ int ld_acquire_gpu(const int *p)
+{
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release_gpu(int *p, int v)
+{
+    asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+
+/* Two adjacent values of the weight gradient in its type, as one store where they are aligned
+ * (N_out even). */
+template <class T> __device__ __forceinline__ void store_two(T *p, float v0, float v1, bool pair, bool two)
+{
+    if constexpr (std::is_same<T, float>::value) {
+        if (pair) {
+            *(float2 *)p = make_float2(v0, v1);
+            return;
+        }
+    } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+        if (pair) {
+            *(__nv_bfloat162 *)p = __floats2bfloat162_rn(v0, v1);
+            return;
+        }
+    }
+    p[0] = store<T>(v0);
+    if (two)
+        p[1] = store<T>(v1);
+}
+
+/* The weight gradient of one batch chunk, gridDim.x blocks working through the tiles as `sch`
+ * says (fcgp_wgmma_gw.cuh's header, fcgp_gw_sched.h): xmap, ymap over xg^T, yg^T (Bp, N_in, D;
+ * xmap's box XC components), gomap over go^T (Bp, N_out, D) in the 32-byte swizzle, of Bp batch
+ * positions (a chunk's rows padded to whole blocks: the block order may place a row past the row
+ * count; positions of no row hold zeros in both operands). A tile's result, its own batch sum plus
+ * `prev` (the earlier chunks' sum, fp32 (P, N_in, N_out); NULL for the first chunk), goes to
+ * `stash` (fp32, the same layout) when later chunks follow, else to gw in its type. slots, flags:
+ * the segments' sums and their flags (raised to `epoch`, which grows with the chunk: the flags are
+ * zeroed once a backward). One ring runs through all of a block's pieces, so the copies of the
+ * next piece are in flight during a piece's epilogue. Thread 0 also produces, polling as the
+ * forward does. */
+template <int ID, int MODE, class Tout>
 __global__ void __launch_bounds__(256, 1)
     gw_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
-                  const __grid_constant__ CUtensorMap gomap, float *partial, int B, int Ni, int No,
-                  int rows_per_split, int accumulate)
+                  const __grid_constant__ CUtensorMap gomap, const GwSched sch, float *slots, int *flags, int epoch,
+                  const float *prev, float *stash, Tout *gw, int Ni, int No)
 {
     using C = GwCfg<ID, MODE>;
-    constexpr int D = C::D, P = C::P, S = C::STAGES;
+    constexpr int D = C::D, S = C::STAGES, SLOT = 256 * C::PH * C::NT / 2; /* floats a slot */
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
-    const int grp = blockIdx.x % C::GROUPS, m0 = blockIdx.x / C::GROUPS * C::NT, n0 = blockIdx.y * C::BM,
-              b0 = blockIdx.z * rows_per_split;
-    const int rows = min(B - b0, rows_per_split), steps = rows > 0 ? (rows + C::KS - 1) / C::KS : 0;
-    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), steps, 2);
-    auto issue = [&](int s, uint64_t *bar) { /* thread 0: step s into buffer s % S */
+    const int nx = (No + C::NT - 1) / C::NT * C::GROUPS, U = sch.units(), b = blockIdx.x;
+    int total = 0; /* this block's steps, all pieces */
+    for (int u = 0; u < U; ++u) {
+        const GwUnit w = sch.unit(b, u);
+        total += w.tile >= 0 ? w.k1 - w.k0 : 0;
+    }
+    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), total, 2);
+    /* thread 0's copy cursor: the piece and step it issues next */
+    GwUnit iw = sch.unit(b, 0);
+    int iu = 0, ik = iw.k0;
+    auto issue = [&](int s, uint64_t *bar) { /* thread 0: the next step into buffer s % S */
+        while (iw.tile < 0 || ik >= iw.k1) {
+            iw = sch.unit(b, ++iu);
+            ik = iw.k0;
+        }
+        const int bx = iw.tile % nx, grp = bx % C::GROUPS, m0 = bx / C::GROUPS * C::NT, n0 = iw.tile / nx * C::BM;
         unsigned char *buf = smem + (s % S) * C::STAGE;
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
-        const int k0 = b0 + s * C::KS;
+        const int k0 = ik++ * C::KS;
         tma::load_3d(buf, &xmap, k0, n0, grp * C::XC, bar);
         tma::load_3d(buf + C::XB, &ymap, k0, n0, 0, bar);
         tma::load_3d(buf + C::XB + C::YB, &gomap, k0, m0, 0, bar);
     };
 
-    float acc[C::PH][C::NT / 2];
-    zero(acc);
-    /* the step of path group GR, a compile-time constant (its paths index the fragments) */
-    auto step = [&](auto gr, const unsigned char *buf) {
-        constexpr int GR = decltype(gr)::value;
-        Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
-        load_frags<D, C::BM, GR * C::XC, C::XC, false>(f, buf, buf + C::XB, 16 * warp + g, t);
-        const uint32_t go_smem = smem_u32(buf + C::XB + C::YB);
-        if (wgi == 0)
-            gw_step<ID, MODE, GR, 0>(acc, f, go_smem);
-        else
-            gw_step<ID, MODE, GR, 1>(acc, f, go_smem);
-    };
-    ring.consume(issue, [&](int s) {
-        const unsigned char *buf = smem + (s % S) * C::STAGE;
-        if constexpr (C::GROUPS == 1)
-            step(std::integral_constant<int, 0>{}, buf);
-        else if (grp == 0)
-            step(std::integral_constant<int, 0>{}, buf);
-        else
-            step(std::integral_constant<int, 1>{}, buf);
-    });
-#pragma unroll
-    for (int pl = 0; pl < C::PH; ++pl)
-        wg::fence_operands(acc[pl]);
-    /* acc[pl][4c + 2h + e]: path grp PG + wgi PH + pl, row n0 + 16 warp + g + 8h, column m0 + 8c + 2t + e */
-    float *part = partial + (size_t)blockIdx.z * P * Ni * No;
-    /* each(f): f(v0, v1, p, two) for this thread's two accumulators of every (pl, c, h) inside
-     * the tile: p their place in the partial, two whether the second column exists */
-    auto each = [&](auto &&f) {
+    int s0 = 0;
+    for (int u = 0; u < U; ++u) {
+        const GwUnit w = sch.unit(b, u);
+        if (w.tile < 0)
+            continue;
+        const int bx = w.tile % nx, grp = bx % C::GROUPS, m0 = bx / C::GROUPS * C::NT, n0 = w.tile / nx * C::BM;
+        float acc[C::PH][C::NT / 2];
+        zero(acc);
+        /* the step of path group GR, a compile-time constant (its paths index the fragments) */
+        auto step = [&](auto gr, const unsigned char *buf) {
+            constexpr int GR = decltype(gr)::value;
+            Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
+            load_frags<D, C::BM, GR * C::XC, C::XC, false>(f, buf, buf + C::XB, 16 * warp + g, t);
+            const uint32_t go_smem = smem_u32(buf + C::XB + C::YB);
+            if (wgi == 0)
+                gw_step<ID, MODE, GR, 0>(acc, f, go_smem);
+            else
+                gw_step<ID, MODE, GR, 1>(acc, f, go_smem);
+        };
+        const int n = w.k1 - w.k0;
+        ring.consume_range(s0, s0 + n, issue, [&](int s) {
+            const unsigned char *buf = smem + (s % S) * C::STAGE;
+            if constexpr (C::GROUPS == 1)
+                step(std::integral_constant<int, 0>{}, buf);
+            else if (grp == 0)
+                step(std::integral_constant<int, 0>{}, buf);
+            else
+                step(std::integral_constant<int, 1>{}, buf);
+        });
+        s0 += n;
 #pragma unroll
         for (int pl = 0; pl < C::PH; ++pl)
+            wg::fence_operands(acc[pl]);
+
+        /* acc[pl][4c + 2h + e]: path grp PG + wgi PH + pl, row n0 + 16 warp + g + 8h, column
+         * m0 + 8c + 2t + e; in a slot, value pair i of thread tid at float2 i 256 + tid */
+        auto pairs = [&](auto &&f) {
 #pragma unroll
-            for (int c = 0; c < C::NT / 8; ++c)
+            for (int pl = 0; pl < C::PH; ++pl)
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int n = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t;
-                    if (n < Ni && m < No)
-                        f(acc[pl][4 * c + 2 * h], acc[pl][4 * c + 2 * h + 1],
-                          part + ((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + n) * No + m, m + 1 < No);
-                }
-    };
-    if (accumulate) /* every earlier value first, so that the loads overlap (no store between them) */
-        each([&](float &v0, float &v1, const float *p, bool two) {
-            const float2 old = No % 2 == 0 ? *(const float2 *)p : make_float2(p[0], two ? p[1] : 0.f);
-            v0 += old.x, v1 += old.y;
-        });
-    /* a thread's two adjacent columns in one 8-byte store where they are aligned (N_out even):
-     * four threads then fill each 32-byte sector */
-    each([&](float &v0, float &v1, float *p, bool two) {
-        if (No % 2 == 0) {
-            *(float2 *)p = make_float2(v0, v1);
-        } else {
-            p[0] = v0;
-            if (two)
-                p[1] = v1;
+                for (int c = 0; c < C::NT / 8; ++c)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+                        f(acc[pl][4 * c + 2 * h], acc[pl][4 * c + 2 * h + 1], (pl * (C::NT / 8) + c) * 2 + h, pl, c, h);
+        };
+        if (w.put >= 0) { /* a segment before the last: its sum to its slot, then its flag */
+            float2 *dst = (float2 *)(slots + (size_t)w.put * SLOT);
+            pairs([&](float &v0, float &v1, int i, int, int, int) { __stcg(dst + i * 256 + tid, make_float2(v0, v1)); });
+            __syncthreads();
+            if (tid == 0) {
+                __threadfence();
+                st_release_gpu(flags + w.put, epoch);
+            }
+            continue;
         }
-    });
+        if (w.nget > 0) { /* the last segment: the earlier ones' sums, in segment order */
+            if (tid == 0)
+                for (int q = 0; q < w.nget; ++q)
+                    while (ld_acquire_gpu(flags + w.get + q) < epoch)
+                        __nanosleep(100);
+            __syncthreads();
+            for (int q = 0; q < w.nget; ++q) {
+                const float2 *src = (const float2 *)(slots + (size_t)(w.get + q) * SLOT);
+                pairs([&](float &v0, float &v1, int i, int, int, int) {
+                    const float2 v = __ldcg(src + i * 256 + tid);
+                    v0 += v.x, v1 += v.y;
+                });
+            }
+        }
+        /* the tile: the earlier chunks' sum added, to the stash or to gw */
+        auto each = [&](auto &&f) {
+            pairs([&](float &v0, float &v1, int, int pl, int c, int h) {
+                const int nn = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t;
+                if (nn < Ni && m < No)
+                    f(v0, v1, ((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + nn) * No + m, m + 1 < No);
+            });
+        };
+        const bool pair = No % 2 == 0;
+        if (prev) /* every earlier value first, so that the loads overlap (no store between them) */
+            each([&](float &v0, float &v1, size_t o, bool two) {
+                const float2 old = pair ? *(const float2 *)(prev + o) : make_float2(prev[o], two ? prev[o + 1] : 0.f);
+                v0 += old.x, v1 += old.y;
+            });
+        if (stash)
+            each([&](float &v0, float &v1, size_t o, bool two) { store_two(stash + o, v0, v1, pair, two); });
+        else
+            each([&](float &v0, float &v1, size_t o, bool two) { store_two(gw + o, v0, v1, pair, two); });
+    }
 }
 
 } // namespace sm90

@@ -47,7 +47,14 @@ template <int S> struct Ring {
      * complete (wgmma waited for), and one thread a warpgroup releases the buffer. */
     template <class Issue, class Body> __device__ __forceinline__ void consume(Issue &&issue, Body &&body)
     {
-        for (int s = 0; s < steps; ++s) {
+        consume_range(0, steps, issue, body);
+    }
+    /* Steps [s0, s1) only, the earlier ones consumed already: a kernel that works through several
+     * pieces in one ring, its copies running on into the next piece during a piece's epilogue. */
+    template <class Issue, class Body>
+    __device__ __forceinline__ void consume_range(int s0, int s1, Issue &&issue, Body &&body)
+    {
+        for (int s = s0; s < s1; ++s) {
             if (threadIdx.x == 0)
                 pump(s, issue);
             mbar_wait(&full[s % S], (s / S) & 1);
