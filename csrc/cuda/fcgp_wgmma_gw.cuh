@@ -219,21 +219,25 @@ __global__ void __launch_bounds__(256, 1)
         total += w.tile >= 0 ? w.k1 - w.k0 : 0;
     }
     tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), total, 2);
-    /* thread 0's copy cursor: the piece and step it issues next */
-    GwUnit iw = sch.unit(b, 0);
-    int iu = 0, ik = iw.k0;
+    /* thread 0's copy cursor: the next piece's index, and of the piece being issued its next and
+     * end batch positions and its tile's coordinates (computed once a piece: thread 0 also
+     * computes, and the four warps of its warpgroup meet at every wgmma) */
+    int iu = 0, ik = 0, ik1 = 0, ix = 0, im = 0, in = 0;
     auto issue = [&](int s, uint64_t *bar) { /* thread 0: the next step into buffer s % S */
-        while (iw.tile < 0 || ik >= iw.k1) {
-            iw = sch.unit(b, ++iu);
-            ik = iw.k0;
+        while (ik >= ik1) {
+            const GwUnit w = sch.unit(b, iu++);
+            if (w.tile < 0)
+                continue;
+            const int bx = w.tile % nx;
+            ik = w.k0 * C::KS, ik1 = w.k1 * C::KS;
+            ix = bx % C::GROUPS * C::XC, im = bx / C::GROUPS * C::NT, in = w.tile / nx * C::BM;
         }
-        const int bx = iw.tile % nx, grp = bx % C::GROUPS, m0 = bx / C::GROUPS * C::NT, n0 = iw.tile / nx * C::BM;
         unsigned char *buf = smem + (s % S) * C::STAGE;
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
-        const int k0 = ik++ * C::KS;
-        tma::load_3d(buf, &xmap, k0, n0, grp * C::XC, bar);
-        tma::load_3d(buf + C::XB, &ymap, k0, n0, 0, bar);
-        tma::load_3d(buf + C::XB + C::YB, &gomap, k0, m0, 0, bar);
+        tma::load_3d(buf, &xmap, ik, in, ix, bar);
+        tma::load_3d(buf + C::XB, &ymap, ik, in, 0, bar);
+        tma::load_3d(buf + C::XB + C::YB, &gomap, ik, im, 0, bar);
+        ik += C::KS;
     };
 
     int s0 = 0;
