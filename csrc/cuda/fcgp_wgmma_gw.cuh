@@ -191,7 +191,7 @@ template <class T> __device__ __forceinline__ void store_two(T *p, float v0, flo
 }
 
 /* The weight gradient of one batch chunk, gridDim.x blocks working through the tiles as `sch`
- * says (fcgp_wgmma_gw.cuh's header, fcgp_gw_sched.h): xmap, ymap over xg^T, yg^T (Bp, N_in, D;
+ * says (this file's header, fcgp_gw_sched.h): xmap, ymap over xg^T, yg^T (Bp, N_in, D;
  * xmap's box XC components), gomap over go^T (Bp, N_out, D) in the 32-byte swizzle, of Bp batch
  * positions (a chunk's rows padded to whole blocks: the block order may place a row past the row
  * count; positions of no row hold zeros in both operands). A tile's result, its own batch sum plus
