@@ -12,7 +12,6 @@
 #include <atomic>
 #include <climits>
 #include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "common.cuh"
@@ -56,18 +55,23 @@ int64_t gw_tiles(const fc_args *a)
     return cdiv(a->N_out, gw_cols(a->alg->D)) * gw_groups(a->alg->D) * cdiv(a->N_in, kRows);
 }
 
-/* An environment switch read once: "1" or "0" sets it, anything else leaves the default. */
-bool switch_state(std::atomic<int> &v, const char *env, int dflt)
+/* A setting from the environment, read once into v (-1 until then): name's value when it is one
+ * digit in [lo, hi], else dflt. */
+int env_choice(std::atomic<int> &v, const char *name, int lo, int hi, int dflt)
 {
-    int s = v.load(std::memory_order_relaxed);
-    if (s < 0) {
-        const char *e = getenv(env);
+    int c = v.load(std::memory_order_relaxed);
+    if (c < 0) {
+        const char *e = getenv(name);
+        const int d = e && e[0] >= '0' && e[0] <= '9' && !e[1] ? e[0] - '0' : -1;
         int expected = -1;
-        v.compare_exchange_strong(expected, e && strcmp(e, "1") == 0 ? 1 : e && strcmp(e, "0") == 0 ? 0 : dflt);
-        s = v.load();
+        v.compare_exchange_strong(expected, d >= lo && d <= hi ? d : dflt);
+        c = v.load();
     }
-    return s == 1;
+    return c;
 }
+
+/* An on/off switch: "1" or "0" sets it, anything else leaves the default. */
+bool switch_state(std::atomic<int> &v, const char *env, int dflt) { return env_choice(v, env, 0, 1, dflt) == 1; }
 
 /* What the Hopper kernels need of every call: the sm_90a code, a device of compute capability
  * 9.0 exactly (where that code runs), the D <= 8 algebras, tf32 or bf16 operands, sizes in int. */
@@ -111,23 +115,7 @@ bool bwd_planned(const fc_args *a, int mode, int operand_bytes)
 
 namespace {
 
-/* A small integer from the environment, read once: name's value when it is one digit in [lo,
- * hi], else 0 (the default rule). */
-int env_digit(std::atomic<int> &v, const char *name, int lo, int hi)
-{
-    int c = v.load(std::memory_order_relaxed);
-    if (c < 0) {
-        const char *e = getenv(name);
-        const int d = e && e[0] >= '0' && e[0] <= '9' && !e[1] ? e[0] - '0' : -1;
-        int expected = -1;
-        v.compare_exchange_strong(expected, d >= lo && d <= hi ? d : 0);
-        c = v.load();
-    }
-    return c;
-}
-
-std::atomic<int> g_chunks{-1};  /* FLASHCLIFFORD_FCGP_BWD_CHUNKS: 1 or 2; 0: by the rule */
-std::atomic<int> g_fwd_cl{-1};  /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 2 (2 x 1), 3 (1 x 2) */
+std::atomic<int> g_chunks{-1}; /* FLASHCLIFFORD_FCGP_BWD_CHUNKS: 1 or 2; 0: by the rule */
 
 /* The backward's batch chunks: two from 2048 rows on, so that its batch-sized buffers (go^T, and
  * xg^T, yg^T where the gradients cannot hold them) span half the batch, while each chunk's
@@ -135,21 +123,10 @@ std::atomic<int> g_fwd_cl{-1};  /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 2 
  * fixes the count (for measurements). */
 int bwd_chunks(const fc_args *a)
 {
-    const int c = env_digit(g_chunks, "FLASHCLIFFORD_FCGP_BWD_CHUNKS", 1, 2);
+    const int c = env_choice(g_chunks, "FLASHCLIFFORD_FCGP_BWD_CHUNKS", 1, 2, 0);
     if (a->B < 2 * kBlockRows)
         return 1;
     return c > 0 ? c : a->B >= 2048 ? 2 : 1;
-}
-
-/* The forward's cluster shape: 2 (2 x 1: two column tiles share x, y, each bringing one and
- * multicasting it) for Cl(3,0) tf32, 3 (1 x 2: two row tiles share W^T, half the paths each)
- * otherwise: the faster of the two in each cell of issue 4 (B 4096, N 512, NOTES_FCGP.md
- * session 16: kernel 567 -> 536 us Cl(3,0) tf32, 207 -> 192 Cl(2,0) tf32, 298 -> 269 and 119 ->
- * 100 in bf16, against one CTA); FLASHCLIFFORD_FCGP_FWD_CLUSTER=1, 2 or 3 at start-up fixes it. */
-[[maybe_unused]] int fwd_cluster(int D, int mode)
-{
-    const int c = env_digit(g_fwd_cl, "FLASHCLIFFORD_FCGP_FWD_CLUSTER", 1, 3);
-    return c > 0 ? c : D == 8 && mode == kTF32 ? 2 : 3;
 }
 
 /* gW's schedule for a chunk of Bp padded rows on this device. */
@@ -346,6 +323,19 @@ template <class F> fc_status dispatch(const fc_args *a, int mode, const char *wh
         return by_algebra(std::integral_constant<int, kBF16>{});
     fc_set_error("fcgp: no Hopper %s for operand mode %d", what, mode);
     return FC_ERR_VALUE;
+}
+
+std::atomic<int> g_fwd_cl{-1}; /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 2 (2 x 1), 3 (1 x 2); 0: by the rule */
+
+/* The forward's cluster shape: 2 (2 x 1: two column tiles share x, y, each bringing one and
+ * multicasting it) for Cl(3,0) tf32, 3 (1 x 2: two row tiles share W^T, half the paths each)
+ * otherwise: the faster of the two in each cell of issue 4 (B 4096, N 512, NOTES_FCGP.md
+ * session 16: kernel 567 -> 536 us Cl(3,0) tf32, 207 -> 192 Cl(2,0) tf32, 298 -> 269 and 119 ->
+ * 100 in bf16, against one CTA); FLASHCLIFFORD_FCGP_FWD_CLUSTER=1, 2 or 3 at start-up fixes it. */
+int fwd_cluster(int D, int mode)
+{
+    const int c = env_choice(g_fwd_cl, "FLASHCLIFFORD_FCGP_FWD_CLUSTER", 1, 3, 0);
+    return c > 0 ? c : D == 8 && mode == kTF32 ? 2 : 3;
 }
 
 template <int ID, int MODE>
