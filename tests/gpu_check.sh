@@ -8,7 +8,7 @@
 #                                      line) and 4 (FCGP against torch.bmm)
 # STAGES=build,test,sidestream,sanitize,sass,bench selects stages (bench_sgp / bench_fcgp: one table;
 # parts_fcgp: fcgp_parts.py's per-kernel split; ncu_fcgp: Nsight Compute on the Hopper FCGP kernels;
-# ncu_src_fcgp: their stall samples per source line; none of these in the default set); SANITIZE_TOOLS="memcheck racecheck"
+# ncu_src_fcgp: their stall samples per source line, NCU_KERNELS and NCU_CELLS="2,float32,4096,512" narrowing it; none of these in the default set); SANITIZE_TOOLS="memcheck racecheck"
 # selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
 # GPU_TESTS="tests/test_gpu_fcgp.py ..." narrows the test stage to those files (default tests/);
 # logs and results go to $OUT (default gpu_check_out).
@@ -142,14 +142,14 @@ if has ncu_fcgp; then
 fi
 
 if has ncu_src_fcgp; then
-    step "Nsight Compute, per source line: where the Hopper FCGP kernels' warps stall (Cl(3,0) tf32)"
+    step "Nsight Compute, per source line: where the Hopper FCGP kernels' warps stall (${NCU_CELLS:-3,float32,4096,512})"
     # one launch of each kernel; the source page lists the SASS with each instruction's stall
     # samples (the CUDA view prints no metrics), ncu_source_summary.py ranks them and splits them
     # along the kernel; only its summary is kept
     for k in ${NCU_KERNELS:-fwd_tma_kernel gz_tma_kernel gw_tma_kernel}; do
         ncu --kernel-name regex:"$k" --launch-count 1 --section WarpStateStats --section SourceCounters \
             --import-source yes -f -o "$OUT/src_$k" \
-            python3 benchmarks/fcgp_parts.py --cells 3,float32,4096,512 --once >"$OUT/ncu_src.log" 2>&1 || status=1
+            python3 benchmarks/fcgp_parts.py --cells "${NCU_CELLS:-3,float32,4096,512}" --once >"$OUT/ncu_src.log" 2>&1 || status=1
         ncu -i "$OUT/src_$k.ncu-rep" --page source --csv --print-source sass >"$OUT/src.csv" 2>&1 || status=1
         python3 benchmarks/ncu_source_summary.py "$OUT/src.csv" --top 40 >"$OUT/src_$k.txt" 2>&1
         head -n 70 "$OUT/src_$k.txt"

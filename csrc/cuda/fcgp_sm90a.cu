@@ -338,6 +338,17 @@ int fwd_cluster(int D, int mode)
     return c > 0 ? c : D == 8 && mode == kTF32 ? 2 : 3;
 }
 
+std::atomic<int> g_gz_kk{-1}; /* FLASHCLIFFORD_FCGP_GZ_KK: 1, 2 or 4; 0: by the rule */
+
+/* gz's wgmma K chunks (32 bytes of N_out) a ring step; FLASHCLIFFORD_FCGP_GZ_KK=1, 2 or 4 at
+ * start-up fixes it (for measurements). */
+int gz_chunks_a_step(int id, int mode)
+{
+    const int c = env_choice(g_gz_kk, "FLASHCLIFFORD_FCGP_GZ_KK", 1, 4, 0);
+    (void)id, (void)mode;
+    return c == 1 || c == 2 || c == 4 ? c : 1;
+}
+
 template <int ID, int MODE>
 fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, void *ws, float *o, float *partial,
                cudaStream_t st)
@@ -499,21 +510,38 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     if (need_w) /* the segments' flags, raised to the chunk's number + 1 */
         FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)std::max(1, L.nslots) * sizeof(int), st));
 
-    CUtensorMap wm;
     fc_status s;
     if (need_xy) { /* W in slot order, N_out in the A loads' order (gz_col) */
         prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(Z::P * Ni * Nop, 256), 4096), 256, 0, st>>>(
             (const E *)in.w, wz, Z::slots, Z::P, Ni, No, Nop);
         FC_LAUNCH_CHECK(st);
-        if ((s = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Z::P, Z::KS, Z::BN, Z::PS, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
-            return s;
     }
     auto kgw = gw_tma_kernel<ID, MODE, Tio>;
-    auto kgz = gz_tma_kernel<ID, MODE, Tio>; /* clusters of Z::GROUPS CTAs along x (__cluster_dims__) */
     if (need_w)
         FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, W::SMEM));
-    if (need_xy)
-        FC_CUDA_CHECK(cudaFuncSetAttribute(kgz, cudaFuncAttributeMaxDynamicSharedMemorySize, Z::SMEM));
+    /* gz over a chunk, KK wgmma K chunks a ring step: the maps' boxes are a step long, W's rows in
+     * the swizzle of its step's bytes */
+    auto gz = [&](auto kk, int64_t b0, int64_t rows, int64_t Bp) -> fc_status {
+        using Zk = GzCfg<ID, MODE, decltype(kk)::value>;
+        auto kgz = gz_tma_kernel<ID, MODE, Tio, decltype(kk)::value>; /* clusters of GROUPS CTAs along x */
+        FC_CUDA_CHECK(cudaFuncSetAttribute(kgz, cudaFuncAttributeMaxDynamicSharedMemorySize, Zk::SMEM));
+        constexpr CUtensorMapSwizzle wsw = Zk::RB == 32   ? CU_TENSOR_MAP_SWIZZLE_32B
+                                           : Zk::RB == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                          : CU_TENSOR_MAP_SWIZZLE_128B;
+        constexpr uint32_t box_rows = MODE == kTF32 ? 32 : 64; /* go^T: 128-byte rows for the swizzle */
+        CUtensorMap om, wm;
+        fc_status r;
+        if ((r = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Zk::P, Zk::KS, Zk::BN, Zk::PS, wsw)) != FC_OK ||
+            (r = make_map(&om, got, ty, sizeof(E), Bp, No, D, box_rows, Zk::KS, Zk::JG, CU_TENSOR_MAP_SWIZZLE_128B)) !=
+                FC_OK)
+            return r;
+        kgz<<<dim3((unsigned)(cdiv(Ni, Zk::BN) * Zk::GROUPS), (unsigned)cdiv(rows, Zk::BM)), Zk::THREADS, Zk::SMEM, st>>>(
+            om, wm, x + b0 * Ni, y + b0 * Ni, gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows,
+            (int)Ni, (int)No, B * Ni, a->gate);
+        FC_LAUNCH_CHECK(st);
+        return FC_OK;
+    };
+    const int gzk = gz_chunks_a_step(ID, MODE);
 
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No;
@@ -560,15 +588,11 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
             FC_LAUNCH_CHECK(st);
         }
         if (need_xy) { /* the chunk's input gradients, over its xg^T, yg^T when they lay in grad_x, grad_y */
-            CUtensorMap om;
-            constexpr uint32_t box_rows = MODE == kTF32 ? 32 : 64; /* 128-byte rows for the swizzle */
-            if ((s = make_map(&om, got, ty, sizeof(E), Bp, No, D, box_rows, Z::KS, Z::JG,
-                              CU_TENSOR_MAP_SWIZZLE_128B)) != FC_OK)
+            s = gzk == 4   ? gz(std::integral_constant<int, 4>{}, b0, rows, Bp)
+                : gzk == 2 ? gz(std::integral_constant<int, 2>{}, b0, rows, Bp)
+                           : gz(std::integral_constant<int, 1>{}, b0, rows, Bp);
+            if (s != FC_OK)
                 return s;
-            kgz<<<dim3((unsigned)(cdiv(Ni, Z::BN) * Z::GROUPS), (unsigned)cdiv(rows, Z::BM)), Z::THREADS, Z::SMEM, st>>>(
-                om, wm, x + b0 * Ni, y + b0 * Ni, gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows,
-                (int)Ni, (int)No, B * Ni, a->gate);
-            FC_LAUNCH_CHECK(st);
         }
     }
     return FC_OK;

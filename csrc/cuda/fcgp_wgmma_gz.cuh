@@ -70,7 +70,10 @@ template <int ID> __host__ __device__ constexpr int pairs_of(int j0, int n)
     return Plans<ID>::pair.jbegin[j0 + n] - Plans<ID>::pair.jbegin[j0];
 }
 
-template <int ID, int MODE> struct GzCfg {
+/* KK: wgmma K chunks (32 bytes of N_out each) a ring step: one full-barrier wait, wgmma wait and
+ * release a step however many chunks it holds; the W tile's rows are 32 KK bytes, in the swizzle
+ * of that width. */
+template <int ID, int MODE, int KK = 1> struct GzCfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P, NP = Plans<ID>::pair.np;
     /* CTAs a cluster: 2 for Cl(3,0) tf32 (981 -> 939 us at B 4096, N 512, NOTES_FCGP.md session
      * 12); bf16's steps carry twice the flops, and there one CTA over 16 columns and all pairs ran
@@ -78,9 +81,11 @@ template <int ID, int MODE> struct GzCfg {
     static constexpr int GROUPS = D == 8 && MODE == kTF32 ? 2 : 1;
     static constexpr int JG = D / GROUPS, JW = JG / 2;      /* components: a CTA, a warpgroup */
     static constexpr int PS = P / GROUPS, QG = NP / GROUPS;  /* a CTA's paths (slots) and pairs */
-    static constexpr int BM = 64, BN = D == 4 || GROUPS == 2 ? 32 : 16, THREADS = 256, STAGES = 6;
-    static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* N_out a step: 32 bytes */
-    static constexpr int OB = JG * BM * 32, WB = PS * BN * 32, STAGE = OB + WB; /* go tile, W tiles */
+    static constexpr int BM = 64, BN = D == 4 || GROUPS == 2 ? 32 : 16, THREADS = 256;
+    static constexpr int KC = MODE == kTF32 ? 8 : 16; /* N_out a wgmma: 32 bytes */
+    static constexpr int KS = KC * KK, RB = 32 * KK;  /* N_out a step; its bytes */
+    static constexpr int OB = JG * BM * RB, WB = PS * BN * RB, STAGE = OB + WB; /* go tile, W tiles */
+    static constexpr int STAGES = (227 * 1024 - 1024 - 96) / STAGE < 6 ? (227 * 1024 - 1024 - 96) / STAGE : 6;
     /* G staged a row GS floats apart: BN + 8 makes the accumulators' float2 stores free of bank
      * conflicts, where that fits beside the alignment slack and barriers (not at 44 pairs x 16
      * columns) */
@@ -103,70 +108,81 @@ template <int ID, int MODE> struct GzCfg {
     }();
     static_assert(slots.ok, "each output component's paths are consecutive in slot order");
     static_assert(grouped, "each CTA of the cluster computes a contiguous share of pairs and paths");
-    static_assert(STAGE % 1024 == 0 && OB % 2048 == 0 && (BN * 32) % 256 == 0, "swizzle tiles aligned");
+    static_assert(KK == 1 || KK == 2 || KK == 4, "rows of 32, 64 or 128 bytes");
+    static_assert(STAGE % 1024 == 0 && OB % 2048 == 0 && BN % 8 == 0 && STAGES >= 2, "swizzle tiles aligned");
     static_assert(SMEM <= 227 * 1024, "the stages and G fit");
 };
 
-/* This thread's A fragment of go_j for component jl of the CTA's go^T tile (tf32: two 32-row
- * halves of [component][8 N_out rows][32 batch]; bf16: [component][16 N_out rows][64 batch];
+/* This thread's A fragment of go_j for component jl and K chunk kk of the CTA's go^T tile (tf32:
+ * two 32-row halves of [component][8 KK N_out rows][32 batch]; bf16: [component][16 KK N_out
+ * rows][64 batch];
  * 128-byte rows in the 128-byte swizzle: 16-byte chunk c of row r at c ^ (r % 8)); warp w's
  * rows are 16 w .. 16 w + 15 of the tile. A order: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)
  * in tf32, the same with column pairs 2t, 2t + 8 in bf16. */
-template <int MODE, int JG>
-__device__ __forceinline__ void go_frag(uint32_t (&a)[4], uint32_t tile, int jl, int warp, int lane)
+template <int MODE, int JG, int KK>
+__device__ __forceinline__ void go_frag(uint32_t (&a)[4], uint32_t tile, int jl, int kk, int warp, int lane)
 {
-    if constexpr (MODE == kTF32) {
+    if constexpr (MODE == kTF32) { /* a chunk's 8 rows are 1024 bytes: the swizzle's rows restart */
         const int g = lane / 4, t = lane % 4, chunk = (warp % 2) * 4 + g / 2;
-        const uint32_t base = tile + (warp / 2) * (JG * 1024) + jl * 1024 + (g % 2) * 8;
+        const uint32_t base = tile + (warp / 2) * (JG * KK * 1024) + (jl * KK + kk) * 1024 + (g % 2) * 8;
         const uint2 lo = lds_b64(base + (2 * t) * 128 + ((chunk ^ (2 * t)) * 16));         /* column t */
         const uint2 hi = lds_b64(base + (2 * t + 1) * 128 + ((chunk ^ (2 * t + 1)) * 16)); /* column t + 4 */
         a[0] = lo.x, a[1] = lo.y, a[2] = hi.x, a[3] = hi.y;
     } else {
         /* matrix lane / 8: rows (batch) + 8 for the odd ones, N_out + 8 for the last two */
         const int mat = lane / 8, r = (mat / 2) * 8 + lane % 8, chunk = 2 * warp + mat % 2;
-        ldsm_x4_t(a, tile + (jl * 16 + r) * 128 + ((chunk ^ (r % 8)) * 16));
+        ldsm_x4_t(a, tile + ((jl * KK + kk) * 16 + r) * 128 + ((chunk ^ (r % 8)) * 16));
     }
 }
 
-/* One warpgroup's step (CTA group GR, warpgroup WG): the A fragments of its components of go,
- * then one wgmma a component j on the side-by-side W tiles of j's paths into j's pairs'
- * accumulators (adjacent: pairs are ordered by j, then by path, which is slot order within a
- * grade), all in flight together. */
-template <int ID, int MODE, int GR, int WG>
-__device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE>::QW][GzCfg<ID, MODE>::BN / 2],
+/* One warpgroup's step (CTA group GR, warpgroup WG): the A fragments of its components of go
+ * for each K chunk, then one wgmma a chunk and component j on the side-by-side W tiles of j's
+ * paths into j's pairs' accumulators (adjacent: pairs are ordered by j, then by path, which is
+ * slot order within a grade), all in flight together. */
+template <int ID, int MODE, int KK, int GR, int WG>
+__device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][GzCfg<ID, MODE, KK>::BN / 2],
                                         uint32_t go_smem, uint32_t w_smem, int warp, int lane)
 {
-    using C = GzCfg<ID, MODE>;
+    using C = GzCfg<ID, MODE, KK>;
     constexpr int jl0 = WG * C::JW, j0 = GR * C::JG + jl0, q0 = Plans<ID>::pair.jbegin[j0];
-    uint32_t a[C::JW][4];
-    static_for<C::JW>([&](auto u) { /* go^T is tf32-rounded already */
-        go_frag<MODE, C::JG>(a[decltype(u)::value], go_smem, jl0 + decltype(u)::value, warp, lane);
+    uint32_t a[KK][C::JW][4];
+    static_for<KK>([&](auto kk) {
+        static_for<C::JW>([&](auto u) { /* go^T is tf32-rounded already */
+            go_frag<MODE, C::JG, KK>(a[decltype(kk)::value][decltype(u)::value], go_smem, jl0 + decltype(u)::value,
+                                     decltype(kk)::value, warp, lane);
+        });
     });
     wg::fence();
-    static_for<C::JW>([&](auto u) {
-        constexpr int j = j0 + decltype(u)::value, qa = Plans<ID>::pair.jbegin[j];
-        constexpr int N = (Plans<ID>::pair.jbegin[j + 1] - qa) * C::BN;
-        constexpr int w_off = (C::slots.first[j] - GR * C::PS) * C::BN * 32;
-        float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(&acc[qa - q0][0]);
-        wg::MmaRS<MODE, N>::run(d, a[decltype(u)::value], wg::desc_kmajor_sw32(w_smem + w_off, 256), 1);
+    static_for<KK>([&](auto kk) {
+        static_for<C::JW>([&](auto u) {
+            constexpr int j = j0 + decltype(u)::value, qa = Plans<ID>::pair.jbegin[j];
+            constexpr int N = (Plans<ID>::pair.jbegin[j + 1] - qa) * C::BN;
+            constexpr int w_off = (C::slots.first[j] - GR * C::PS) * C::BN * C::RB + 32 * decltype(kk)::value;
+            float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(&acc[qa - q0][0]);
+            wg::MmaRS<MODE, N>::run(d, a[decltype(kk)::value][decltype(u)::value],
+                                    wg::desc_kmajor_swz<C::RB>(w_smem + w_off), 1);
+        });
     });
     wg::commit();
     wg::wait<0>();
+#pragma unroll
+    for (int kk = 0; kk < KK; ++kk) /* the A registers stay unused until the wgmmas reading them retire */
+        wg::fence_operands(a[kk]);
 }
 
 /* gomap over go^T (Bp, N_out, D) of a chunk of B rows, boxes of 32 (tf32) or 64 (bf16) batch x
  * a step x JG components, 128-byte swizzle; wmap over the prepared W (Nop, N_in, P slots), boxes
- * of PS slots, 32-byte swizzle. x, y (D, B, N_in; components cs apart): the inputs, whose MVGELU
+ * of a step x BN x PS slots, in the swizzle of RB bytes. x, y (D, B, N_in; components cs apart): the inputs, whose MVGELU
  * (xg, yg) and its backward the epilogue forms at each position; gx, gy (the same layout): NULL
  * when not wanted. Clusters of GROUPS CTAs along x: blockIdx.x / GROUPS is the column tile, the
  * rank the group. */
-template <int ID, int MODE, class Tio>
-__global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds__(256, 1)
+template <int ID, int MODE, class Tio, int KK>
+__global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bounds__(256, 1)
     gz_tma_kernel(const __grid_constant__ CUtensorMap gomap, const __grid_constant__ CUtensorMap wmap,
                   const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y, Tio *__restrict__ gx,
                   Tio *__restrict__ gy, int B, int Ni, int No, int64_t cs, int gate)
 {
-    using C = GzCfg<ID, MODE>;
+    using C = GzCfg<ID, MODE, KK>;
     using A = AlgebraTraits<ID>;
     constexpr int D = C::D, S = C::STAGES;
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -197,7 +213,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE>::GROUPS, 1, 1) __launch_bounds_
         zero(acc);
         ring.consume(issue, [&](int s) {
             const unsigned char *buf = smem + (s % S) * C::STAGE;
-            gz_step<ID, MODE, GR, WG>(acc, smem_u32(buf), smem_u32(buf + C::OB), warp, tid % 32);
+            gz_step<ID, MODE, KK, GR, WG>(acc, smem_u32(buf), smem_u32(buf + C::OB), warp, tid % 32);
         });
 #pragma unroll
         for (int ql = 0; ql < C::QW; ++ql)
