@@ -129,10 +129,22 @@ int bwd_chunks(const fc_args *a)
     return c > 0 ? c : a->B >= 2048 ? 2 : 1;
 }
 
-/* gW's schedule for a chunk of Bp padded rows on this device. */
+std::atomic<int> g_gw_kk{-1}; /* FLASHCLIFFORD_FCGP_GW_KK: 1, 2 or 4; 0: by the rule */
+
+/* gW's sub-steps (32 bytes of batch each) a ring step (GwCfg::KK); FLASHCLIFFORD_FCGP_GW_KK=1, 2
+ * or 4 at start-up fixes it (for measurements). */
+int gw_sub_steps(int mode)
+{
+    const int c = env_choice(g_gw_kk, "FLASHCLIFFORD_FCGP_GW_KK", 1, 4, 0);
+    (void)mode;
+    return c == 1 || c == 2 || c == 4 ? c : 1;
+}
+
+/* gW's schedule for a chunk of Bp padded rows on this device: its steps are the ring's. */
 GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 {
-    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode)), std::max(1, sm_count(a->device)));
+    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps(mode)),
+                         std::max(1, sm_count(a->device)));
 }
 
 int64_t up_block(int64_t n) { return cdiv(n, kBlockRows) * kBlockRows; }
@@ -346,7 +358,7 @@ int gz_chunks_a_step(int id, int mode)
 {
     const int c = env_choice(g_gz_kk, "FLASHCLIFFORD_FCGP_GZ_KK", 1, 4, 0);
     (void)id, (void)mode;
-    return c == 1 || c == 2 || c == 4 ? c : 1;
+    return c == 1 || c == 2 || c == 4 ? c : 4;
 }
 
 template <int ID, int MODE>
@@ -516,9 +528,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
             (const E *)in.w, wz, Z::slots, Z::P, Ni, No, Nop);
         FC_LAUNCH_CHECK(st);
     }
-    auto kgw = gw_tma_kernel<ID, MODE, Tio>;
-    if (need_w)
-        FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, W::SMEM));
     /* gz over a chunk, KK wgmma K chunks a ring step: the maps' boxes are a step long, W's rows in
      * the swizzle of its step's bytes */
     auto gz = [&](auto kk, int64_t b0, int64_t rows, int64_t Bp) -> fc_status {
@@ -582,10 +591,25 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
             /* all Bp positions: a row may lie past `rows` (got_row) */
             const GwSched sch = gw_sched(a, MODE, Bp);
             const bool last = b0 + rows >= B;
-            kgw<<<(unsigned)sch.grid, W::THREADS, W::SMEM, st>>>(xm, ym, gm, sch, (float *)(p + L.slots), flags,
-                                                                 (int)c + 1, c > 0 ? wsum : nullptr,
-                                                                 last ? nullptr : wsum, gwt, (int)Ni, (int)No);
-            FC_LAUNCH_CHECK(st);
+            auto gw = [&](auto kk) -> fc_status {
+                using Wk = GwCfg<ID, MODE, decltype(kk)::value>;
+                auto kgw = gw_tma_kernel<ID, MODE, Tio, decltype(kk)::value>;
+                FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, Wk::SMEM));
+                kgw<<<(unsigned)sch.grid, Wk::THREADS, Wk::SMEM, st>>>(xm, ym, gm, sch, (float *)(p + L.slots), flags,
+                                                                       (int)c + 1, c > 0 ? wsum : nullptr,
+                                                                       last ? nullptr : wsum, gwt, (int)Ni, (int)No);
+                FC_LAUNCH_CHECK(st);
+                return FC_OK;
+            };
+            const int gwk = gw_sub_steps(MODE);
+            if (gwk == 1)
+                s = gw(std::integral_constant<int, 1>{});
+            else if (gwk == 2 || GwCfg<ID, MODE, 4>::FIT < 2)
+                s = gw(std::integral_constant<int, 2>{});
+            else if constexpr (GwCfg<ID, MODE, 4>::FIT >= 2)
+                s = gw(std::integral_constant<int, 4>{});
+            if (s != FC_OK)
+                return s;
         }
         if (need_xy) { /* the chunk's input gradients, over its xg^T, yg^T when they lay in grad_x, grad_y */
             s = gzk == 4   ? gz(std::integral_constant<int, 4>{}, b0, rows, Bp)

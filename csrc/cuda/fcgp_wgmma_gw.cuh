@@ -46,16 +46,22 @@ template <int ID> constexpr bool x_split_by_paths(int groups)
     return tb.P % (2 * groups) == 0;
 }
 
-template <int ID, int MODE> struct GwCfg {
+/* KK: sub-steps of 32 bytes of batch (one wgmma's K) a ring step, each with its own tiles side by
+ * side in the stage: one full-barrier wait, release and final wgmma wait a step however many
+ * sub-steps it holds. */
+template <int ID, int MODE, int KK = 1> struct GwCfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
     static constexpr int GROUPS = D == 8 ? 2 : 1, PG = P / GROUPS, PH = PG / 2, XC = D / GROUPS;
-    static constexpr int BM = 64, NT = 48, THREADS = 256, STAGES = 5;
-    static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* batch rows a step: 32 bytes */
+    static constexpr int BM = 64, NT = 48, THREADS = 256;
+    static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* batch rows a sub-step: 32 bytes */
+    static constexpr int KSTEP = KS * KK;                     /* batch rows a ring step */
     static constexpr int XB = XC * BM * 32, YB = D * BM * 32; /* the group's xg^T, all of yg^T */
     static constexpr int GB = D * NT * 32;                    /* go^T tiles */
-    static constexpr int STAGE = XB + YB + GB, SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
+    static constexpr int SUB = XB + YB + GB, STAGE = KK * SUB; /* a sub-step's tiles; a step's */
+    static constexpr int FIT = (227 * 1024 - 1024 - 80) / STAGE, STAGES = FIT < 5 ? FIT : 5;
+    static constexpr int SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
     static_assert(x_split_by_paths<ID>(GROUPS), "a group's paths read only its x components");
-    static_assert((NT * 32) % 256 == 0 && XB % 256 == 0 && STAGE % 256 == 0, "swizzle tiles aligned");
+    static_assert((NT * 32) % 256 == 0 && XB % 256 == 0 && SUB % 256 == 0, "swizzle tiles aligned");
     static_assert(SMEM <= 227 * 1024, "the stages fit");
 };
 
@@ -84,34 +90,42 @@ template <int ID, int P0, int N> __host__ __device__ constexpr int max_path_pair
     return m;
 }
 
-/* One warpgroup's step (path group GR): path by path, the A fragments of the path's pairs, then their wgmmas
- * on the go_j^T tiles. A path has only ~2 pairs of narrow (N = NT) wgmmas, too little work to
- * wait on alone: the fragments alternate between two register sets, so a path forms its
- * fragments while the previous path's wgmmas run, and waits (wait<1>) only for that one. */
-template <int ID, int MODE, int GR, int WG>
-__device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE>::PH][GwCfg<ID, MODE>::NT / 2],
-                                        const Frags<AlgebraTraits<ID>::D> &f, uint32_t go_smem)
+/* One warpgroup's step (path group GR) over the KK sub-steps of a stage: for each, this thread's
+ * x, y fragments, then path by path the A fragments of the path's pairs and their wgmmas on the
+ * go_j^T tiles. A path has only ~2 pairs of narrow (N = NT) wgmmas, too little work to wait on
+ * alone: the fragments alternate between two register sets, so a path forms its fragments while
+ * the previous path's wgmmas run (also across sub-steps), and waits (wait<1>) only for that one. */
+template <int ID, int MODE, int KK, int GR, int WG>
+__device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][GwCfg<ID, MODE, KK>::NT / 2],
+                                        const unsigned char *buf, int r0, int t)
 {
-    using C = GwCfg<ID, MODE>;
-    constexpr int P0 = GR * C::PG + WG * C::PH, NQ = max_path_pairs<ID, P0, C::PH>();
+    using C = GwCfg<ID, MODE, KK>;
+    constexpr int D = C::D, P0 = GR * C::PG + WG * C::PH, NQ = max_path_pairs<ID, P0, C::PH>();
     uint32_t a[2][NQ][4];
-    static_for<C::PH>([&](auto pl) {
-        constexpr int L = decltype(pl)::value, p = P0 + L, nq = path_pairs<ID>(p), b = L % 2;
-        static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value)>(a[b][decltype(u)::value], f); });
-        wg::fence();
-        static_for<nq>([&](auto u) {
-            constexpr int j = Plans<ID>::pair.pj[path_pair<ID>(p, decltype(u)::value)];
-            wg::MmaRS<MODE, C::NT>::run(acc[L], a[b][decltype(u)::value],
-                                        wg::desc_kmajor_sw32(go_smem + j * C::NT * 32, 256), 1);
+    Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
+    static_for<KK>([&](auto kk) {
+        constexpr int K = decltype(kk)::value;
+        const unsigned char *sub = buf + K * C::SUB;
+        load_frags<D, C::BM, GR * C::XC, C::XC, false>(f, sub, sub + C::XB, r0, t);
+        const uint32_t go_smem = smem_u32(sub + C::XB + C::YB);
+        static_for<C::PH>([&](auto pl) {
+            constexpr int L = decltype(pl)::value, I = K * C::PH + L, p = P0 + L, nq = path_pairs<ID>(p), b = I % 2;
+            static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value)>(a[b][decltype(u)::value], f); });
+            wg::fence();
+            static_for<nq>([&](auto u) {
+                constexpr int j = Plans<ID>::pair.pj[path_pair<ID>(p, decltype(u)::value)];
+                wg::MmaRS<MODE, C::NT>::run(acc[L], a[b][decltype(u)::value],
+                                            wg::desc_kmajor_sw32(go_smem + j * C::NT * 32, 256), 1);
+            });
+            wg::commit();
+            if constexpr (I > 0) {
+                wg::wait<1>();                /* the path before is done ... */
+                wg::fence_operands(a[1 - b]); /* ... and only now may its registers be reused */
+            }
         });
-        wg::commit();
-        if constexpr (L > 0) {
-            wg::wait<1>();                  /* path L - 1 is done ... */
-            wg::fence_operands(a[1 - b]);   /* ... and only now may its registers be reused */
-        }
     });
     wg::wait<0>();
-    wg::fence_operands(a[(C::PH - 1) % 2]);
+    wg::fence_operands(a[(KK * C::PH - 1) % 2]);
 }
 
 /* xg^T (D, N_in, Bp) of one batch chunk from x (D, rows of B, N_in; component stride cs),
@@ -201,14 +215,15 @@ template <class T> __device__ __forceinline__ void store_two(T *p, float v0, flo
  * zeroed once a backward). One ring runs through all of a block's pieces, so the copies of the
  * next piece are in flight during a piece's epilogue. Thread 0 also produces, polling as the
  * forward does. */
-template <int ID, int MODE, class Tout>
+template <int ID, int MODE, class Tout, int KK>
 __global__ void __launch_bounds__(256, 1)
     gw_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                   const __grid_constant__ CUtensorMap gomap, const GwSched sch, float *slots, int *flags, int epoch,
                   const float *prev, float *stash, Tout *gw, int Ni, int No)
 {
-    using C = GwCfg<ID, MODE>;
-    constexpr int D = C::D, S = C::STAGES, SLOT = 256 * C::PH * C::NT / 2; /* floats a slot */
+    using C = GwCfg<ID, MODE, KK>;
+    constexpr int S = C::STAGES, SLOT = 256 * C::PH * C::NT / 2; /* floats a slot */
+    static_assert(S >= 2, "two stages fit");
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
@@ -229,15 +244,18 @@ __global__ void __launch_bounds__(256, 1)
             if (w.tile < 0)
                 continue;
             const int bx = w.tile % nx;
-            ik = w.k0 * C::KS, ik1 = w.k1 * C::KS;
+            ik = w.k0 * C::KSTEP, ik1 = w.k1 * C::KSTEP;
             ix = bx % C::GROUPS * C::XC, im = bx / C::GROUPS * C::NT, in = w.tile / nx * C::BM;
         }
         unsigned char *buf = smem + (s % S) * C::STAGE;
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
-        tma::load_3d(buf, &xmap, ik, in, ix, bar);
-        tma::load_3d(buf + C::XB, &ymap, ik, in, 0, bar);
-        tma::load_3d(buf + C::XB + C::YB, &gomap, ik, im, 0, bar);
-        ik += C::KS;
+#pragma unroll
+        for (int kk = 0; kk < KK; ++kk, buf += C::SUB) { /* positions past Bp: zeros */
+            tma::load_3d(buf, &xmap, ik + kk * C::KS, in, ix, bar);
+            tma::load_3d(buf + C::XB, &ymap, ik + kk * C::KS, in, 0, bar);
+            tma::load_3d(buf + C::XB + C::YB, &gomap, ik + kk * C::KS, im, 0, bar);
+        }
+        ik += C::KSTEP;
     };
 
     int s0 = 0;
@@ -251,13 +269,10 @@ __global__ void __launch_bounds__(256, 1)
         /* the step of path group GR, a compile-time constant (its paths index the fragments) */
         auto step = [&](auto gr, const unsigned char *buf) {
             constexpr int GR = decltype(gr)::value;
-            Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
-            load_frags<D, C::BM, GR * C::XC, C::XC, false>(f, buf, buf + C::XB, 16 * warp + g, t);
-            const uint32_t go_smem = smem_u32(buf + C::XB + C::YB);
             if (wgi == 0)
-                gw_step<ID, MODE, GR, 0>(acc, f, go_smem);
+                gw_step<ID, MODE, KK, GR, 0>(acc, buf, 16 * warp + g, t);
             else
-                gw_step<ID, MODE, GR, 1>(acc, f, go_smem);
+                gw_step<ID, MODE, KK, GR, 1>(acc, buf, 16 * warp + g, t);
         };
         const int n = w.k1 - w.k0;
         ring.consume_range(s0, s0 + n, issue, [&](int s) {
