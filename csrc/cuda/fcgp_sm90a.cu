@@ -129,21 +129,23 @@ int bwd_chunks(const fc_args *a)
     return c > 0 ? c : a->B >= 2048 ? 2 : 1;
 }
 
-std::atomic<int> g_gw_kk{-1}; /* FLASHCLIFFORD_FCGP_GW_KK: 1, 2 or 4; 0: by the rule */
+std::atomic<int> g_gw_kk{-1}; /* FLASHCLIFFORD_FCGP_GW_KK: 1 or 2; 0: by the rule */
 
-/* gW's sub-steps (32 bytes of batch each) a ring step (GwCfg::KK); FLASHCLIFFORD_FCGP_GW_KK=1, 2
- * or 4 at start-up fixes it (for measurements). */
-int gw_sub_steps(int mode)
+/* gW's sub-steps (32 bytes of batch each) a ring step (GwCfg::KK): 2, except 1 at Cl(3,0) tf32,
+ * where the three stages of 72 KB that fit measured slower than five of 36 (B 4096, N 512,
+ * NOTES_FCGP.md session 17: 404 -> 318 us Cl(2,0) tf32, 225 -> 180 bf16, 485 -> 451 Cl(3,0)
+ * bf16; 972 -> 1043 Cl(3,0) tf32). FLASHCLIFFORD_FCGP_GW_KK=1 or 2 at start-up fixes it. The
+ * schedule's steps and the kernel's must agree: both come from here. */
+int gw_sub_steps(int D, int mode)
 {
-    const int c = env_choice(g_gw_kk, "FLASHCLIFFORD_FCGP_GW_KK", 1, 4, 0);
-    (void)mode;
-    return c == 1 || c == 2 || c == 4 ? c : 1;
+    const int c = env_choice(g_gw_kk, "FLASHCLIFFORD_FCGP_GW_KK", 1, 2, 0);
+    return c > 0 ? c : D == 8 && mode == kTF32 ? 1 : 2;
 }
 
 /* gW's schedule for a chunk of Bp padded rows on this device: its steps are the ring's. */
 GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 {
-    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps(mode)),
+    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps(a->alg->D, mode)),
                          std::max(1, sm_count(a->device)));
 }
 
@@ -352,13 +354,14 @@ int fwd_cluster(int D, int mode)
 
 std::atomic<int> g_gz_kk{-1}; /* FLASHCLIFFORD_FCGP_GZ_KK: 1, 2 or 4; 0: by the rule */
 
-/* gz's wgmma K chunks (32 bytes of N_out) a ring step; FLASHCLIFFORD_FCGP_GZ_KK=1, 2 or 4 at
- * start-up fixes it (for measurements). */
-int gz_chunks_a_step(int id, int mode)
+/* gz's wgmma K chunks (32 bytes of N_out) a ring step: 4 (B 4096, N 512, NOTES_FCGP.md session
+ * 17: one chunk a step spent most of each step on its waits; 446 -> 231 us Cl(2,0) tf32, 937 ->
+ * 515 Cl(3,0) tf32, 253 -> 158 and 519 -> 381 in bf16, two chunks in between);
+ * FLASHCLIFFORD_FCGP_GZ_KK=1, 2 or 4 at start-up fixes it. */
+int gz_chunks_a_step()
 {
     const int c = env_choice(g_gz_kk, "FLASHCLIFFORD_FCGP_GZ_KK", 1, 4, 0);
-    (void)id, (void)mode;
-    return c == 1 || c == 2 || c == 4 ? c : 4;
+    return c == 1 || c == 2 ? c : 4;
 }
 
 template <int ID, int MODE>
@@ -550,7 +553,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     };
-    const int gzk = gz_chunks_a_step(ID, MODE);
+    const int gzk = gz_chunks_a_step();
 
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No;
@@ -601,13 +604,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 FC_LAUNCH_CHECK(st);
                 return FC_OK;
             };
-            const int gwk = gw_sub_steps(MODE);
-            if (gwk == 1)
-                s = gw(std::integral_constant<int, 1>{});
-            else if (gwk == 2 || GwCfg<ID, MODE, 4>::FIT < 2)
-                s = gw(std::integral_constant<int, 2>{});
-            else if constexpr (GwCfg<ID, MODE, 4>::FIT >= 2)
-                s = gw(std::integral_constant<int, 4>{});
+            /* the sub-steps gw_sched counted with */
+            s = gw_sub_steps(D, MODE) == 2 ? gw(std::integral_constant<int, 2>{}) : gw(std::integral_constant<int, 1>{});
             if (s != FC_OK)
                 return s;
         }

@@ -150,49 +150,30 @@ template <int PATH, int LBO_, int SBO_, bool SW32 = false> struct WLayout {
     }
 };
 
-/* One warpgroup's step: for each of its components, form the A fragments of all its pairs,
- * fence, and issue the wgmmas (one per pair) on that component's accumulators. Where registers
- * allow (PIPE: the 4-component algebras; Cl(3,0)'s 8 would spill 48-200 bytes), the fragments
- * alternate between two register sets, so a component forms its fragments while the previous
- * one's wgmmas run and waits (wait<1>) only for those; otherwise each component waits for its
- * own. The step ends with every wgmma done (its W tiles are then free to release). */
+/* One warpgroup's step: for each of its components, form the A fragments of all its
+ * pairs, fence, issue the wgmmas (one per pair) on that component's accumulators, and wait
+ * for them before the next component forms its A fragments. */
 template <int ID, int MODE, int NTV, int WG, class WL>
 __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg<ID, MODE, NTV>::NT / 2],
                                         const Frags<AlgebraTraits<ID>::D> &f, uint32_t w_smem)
 {
     using C = Cfg<ID, MODE, NTV>;
-    constexpr int NQ = [] { /* the most pairs of this warpgroup's components */
-        int m = 0;
-        for (int j = WG * C::JW; j < (WG + 1) * C::JW; ++j)
-            m = Plans<ID>::pair.jbegin[j + 1] - Plans<ID>::pair.jbegin[j] > m
-                    ? Plans<ID>::pair.jbegin[j + 1] - Plans<ID>::pair.jbegin[j]
-                    : m;
-        return m;
-    }();
-    constexpr bool PIPE = C::D <= 4;
-    uint32_t a[PIPE ? 2 : 1][NQ][4];
     static_for<C::JW>([&](auto jj) {
-        constexpr int J = decltype(jj)::value, j = WG * C::JW + J, b = PIPE ? J % 2 : 0;
+        constexpr int j = WG * C::JW + decltype(jj)::value;
         constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
-        static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(a[b][decltype(u)::value], f); });
+        uint32_t a[nq][4];
+        static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(a[decltype(u)::value], f); });
         wg::fence();
         static_for<nq>([&](auto u) {
             constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
-            wg::MmaRS<MODE, C::NT>::run(acc[J], a[b][decltype(u)::value], WL::desc(w_smem + p * WL::path), 1);
+            wg::MmaRS<MODE, C::NT>::run(acc[decltype(jj)::value], a[decltype(u)::value],
+                                        WL::desc(w_smem + p * WL::path), 1);
         });
+        /* A registers are reused by the next component: at most one component's wgmmas in
+         * flight (the other warpgroup keeps the tensor cores busy meanwhile) */
         wg::commit();
-        if constexpr (!PIPE) {
-            wg::wait<0>();
-            wg::fence_operands(a[0]);
-        } else if constexpr (J > 0) {
-            wg::wait<1>();                /* the component before is done ... */
-            wg::fence_operands(a[1 - b]); /* ... and only now may its registers be reused */
-        }
-    });
-    if constexpr (PIPE) {
         wg::wait<0>();
-        wg::fence_operands(a[(C::JW - 1) % 2]);
-    }
+    });
 }
 /* This thread's x, y fragments of a step from the stage's x and y tiles ([component][row][32
  * bytes]); the x tile may hold only XC components from X0 on (the weight gradient's path groups). */
