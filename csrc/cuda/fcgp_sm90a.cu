@@ -354,14 +354,15 @@ int fwd_cluster(int D, int mode)
 
 std::atomic<int> g_gz_kk{-1}; /* FLASHCLIFFORD_FCGP_GZ_KK: 1, 2 or 4; 0: by the rule */
 
-/* gz's wgmma K chunks (32 bytes of N_out) a ring step: 4 (B 4096, N 512, NOTES_FCGP.md session
- * 17: one chunk a step spent most of each step on its waits; 446 -> 231 us Cl(2,0) tf32, 937 ->
- * 515 Cl(3,0) tf32, 253 -> 158 and 519 -> 381 in bf16, two chunks in between);
+/* gz's wgmma K chunks (32 bytes of N_out) a ring step: 4, or 2 at Cl(3,0) bf16, where 4 spills
+ * (its 8 components' fragments beside 176 accumulators) and both ran alike (B 4096, N 512,
+ * NOTES_FCGP.md session 17: one chunk a step spent most of each step on its waits; 446 -> 231
+ * us Cl(2,0) tf32, 937 -> 515 Cl(3,0) tf32, 253 -> 158 Cl(2,0) bf16, 519 -> 379 Cl(3,0) bf16);
  * FLASHCLIFFORD_FCGP_GZ_KK=1, 2 or 4 at start-up fixes it. */
-int gz_chunks_a_step()
+int gz_chunks_a_step(int D, int mode)
 {
     const int c = env_choice(g_gz_kk, "FLASHCLIFFORD_FCGP_GZ_KK", 1, 4, 0);
-    return c == 1 || c == 2 ? c : 4;
+    return c == 1 || c == 2 ? c : c == 4 ? 4 : D == 8 && mode == kBF16 ? 2 : 4;
 }
 
 template <int ID, int MODE>
@@ -553,7 +554,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     };
-    const int gzk = gz_chunks_a_step();
+    const int gzk = gz_chunks_a_step(D, MODE);
 
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No;
