@@ -4,13 +4,15 @@
  * backward (gate_backward).
  *
  * A = go_j, loaded down the batch from a tile of go^T (the one copy of go the backward makes,
- * which gW reads too: 64 batch rows x a step's 32 bytes of N_out rows x components, in the
- * 128-byte swizzle): tf32 an 8-byte load a fragment pair (go^T's batch order puts a thread's
+ * which gW reads too: 64 batch rows x a step's KK x 32 bytes of N_out rows x components, in
+ * the 128-byte swizzle): tf32 an 8-byte load a fragment pair (go^T's batch order puts a thread's
  * rows g, g + 8 side by side, got_row; rows 2t, 2t + 1 are its columns t, t + 4), bf16 one
  * transposing ldmatrix a component; no pairs to form. B = W[p] as stored (rows of N_in, N_out
- * contiguous) in a prepared copy with N_out in the A loads' order inside each step (gz_col),
+ * contiguous) in a prepared copy with N_out in the A loads' order inside each 32 bytes (gz_col),
  * tf32-rounded, and the paths in slot order (GzSlots: by output grade) (prep_wz of
- * fcgp_sm90a.cu), brought in the 32-byte swizzle. The paths of an
+ * fcgp_sm90a.cu), brought in rows of a step's KK x 32 bytes in the swizzle of that width. A step
+ * holds KK wgmma K chunks, with one barrier wait, one wgmma wait and one release (KK = 1 spent
+ * most of each step on those: NOTES_FCGP.md session 17). The paths of an
  * output component j are all those of its grade, so in slot order their tiles lie side by side
  * and one wgmma of N = (j's pairs) x BN computes all of j's G at once (N = 64 to 192).
  *
