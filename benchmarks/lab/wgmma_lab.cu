@@ -357,7 +357,7 @@ template <int ID, int MODE, int NTV> struct Run {
         constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         xm = make_map_3d(x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
         ym = make_map_3d(y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
-        /* a step's 32 bytes of K a box row, in the swizzle wgmma reads (desc_kmajor_sw32);
+        /* a step's 32 bytes of K a box row, in the swizzle wgmma reads (desc_kmajor_swz<32>);
          * half the paths a box, so a 2-row cluster multicasts one half each */
         wm = make_map_3d(wt, ty, sizeof(E), Nip, No, C::P, C::KS, C::NT, C::P / 2, CU_TENSOR_MAP_SWIZZLE_32B);
         /* the gate product Phi(x_0) Phi(y_0) the GATE kernels scale x by (fcgp_wgmma.cuh) */

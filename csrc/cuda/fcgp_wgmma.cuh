@@ -79,6 +79,16 @@ __host__ __device__ constexpr int xgt_row(int mode, int q)
  * A loads read go^T's rows (tf32: rows 2t, 2t + 1 for columns t, t + 4; bf16 in order) */
 __host__ __device__ constexpr int gz_col(int mode, int k) { return mode == kTF32 ? phys_col(mode, k) : k; }
 
+/* The ring stages of `stage` bytes, at most `most`, that fit in a block's 227 KB of shared memory
+ * beside the kernels' 1024 bytes of alignment slack and two 8-byte mbarriers a stage. */
+constexpr int stages_that_fit(int stage, int most)
+{
+    int n = most;
+    while (n > 0 && n * stage + 1024 + 2 * n * 8 > 227 * 1024)
+        --n;
+    return n;
+}
+
 /* ------------------------------------------------------------------ 2. fcgp forward */
 template <int ID, int MODE, int NTV = 0> struct Cfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
@@ -141,12 +151,13 @@ template <int ID, int MODE, int Q> __device__ __forceinline__ void form_pair(uin
 
 /* Where path p's W^T tile of a step lies: at w_smem + p * PATH, K chunks LBO apart, 8-row
  * groups SBO apart (cp.async ring: each path's two chunks together); SW32: rows of 32 bytes in
- * the copy engine's 32-byte swizzle (TMA kernel), LBO unused. */
+ * the copy engine's 32-byte swizzle (TMA kernel), adjacent (SBO 256), LBO unused. */
 template <int PATH, int LBO_, int SBO_, bool SW32 = false> struct WLayout {
     static constexpr int path = PATH, lbo = LBO_, sbo = SBO_;
+    static_assert(!SW32 || SBO_ == 256, "swizzled rows are adjacent");
     static __device__ __forceinline__ uint64_t desc(uint32_t addr)
     {
-        return SW32 ? wg::desc_kmajor_sw32(addr, SBO_) : wg::desc_kmajor(addr, LBO_, SBO_);
+        return SW32 ? wg::desc_kmajor_swz<32>(addr) : wg::desc_kmajor(addr, LBO_, SBO_);
     }
 };
 

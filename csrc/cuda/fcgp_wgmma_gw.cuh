@@ -58,7 +58,7 @@ template <int ID, int MODE, int KK = 1> struct GwCfg {
     static constexpr int XB = XC * BM * 32, YB = D * BM * 32; /* the group's xg^T, all of yg^T */
     static constexpr int GB = D * NT * 32;                    /* go^T tiles */
     static constexpr int SUB = XB + YB + GB, STAGE = KK * SUB; /* a sub-step's tiles; a step's */
-    static constexpr int FIT = (227 * 1024 - 1024 - 80) / STAGE, STAGES = FIT < 5 ? FIT : 5;
+    static constexpr int STAGES = stages_that_fit(STAGE, 5);
     static constexpr int SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
     static_assert(x_split_by_paths<ID>(GROUPS), "a group's paths read only its x components");
     static_assert((NT * 32) % 256 == 0 && XB % 256 == 0 && SUB % 256 == 0, "swizzle tiles aligned");
@@ -115,7 +115,7 @@ __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][Gw
             static_for<nq>([&](auto u) {
                 constexpr int j = Plans<ID>::pair.pj[path_pair<ID>(p, decltype(u)::value)];
                 wg::MmaRS<MODE, C::NT>::run(acc[L], a[b][decltype(u)::value],
-                                            wg::desc_kmajor_sw32(go_smem + j * C::NT * 32, 256), 1);
+                                            wg::desc_kmajor_swz<32>(go_smem + j * C::NT * 32), 1);
             });
             wg::commit();
             if constexpr (I > 0) {

@@ -87,7 +87,7 @@ template <int ID, int MODE, int KK = 1> struct GzCfg {
     static constexpr int KC = MODE == kTF32 ? 8 : 16; /* N_out a wgmma: 32 bytes */
     static constexpr int KS = KC * KK, RB = 32 * KK;  /* N_out a step; its bytes */
     static constexpr int OB = JG * BM * RB, WB = PS * BN * RB, STAGE = OB + WB; /* go tile, W tiles */
-    static constexpr int STAGES = (227 * 1024 - 1024 - 96) / STAGE < 6 ? (227 * 1024 - 1024 - 96) / STAGE : 6;
+    static constexpr int STAGES = stages_that_fit(STAGE, 6);
     /* G staged a row GS floats apart: BN + 8 makes the accumulators' float2 stores free of bank
      * conflicts, where that fits beside the alignment slack and barriers (not at 44 pairs x 16
      * columns) */

@@ -11,7 +11,7 @@
  *   D:       d[4c + 0..1] (g, 8c + 2t .. + 1), d[4c + 2..3] (g + 8, 8c + 2t .. + 1)
  * B is K-major, without swizzle (8 x 16-byte core matrices, rows 16 bytes apart; the core
  * matrix of (N block nb, 16-byte K chunk kb) starts at nb * sbo + kb * lbo) or in the
- * 32-, 64- or 128-byte swizzle layout the copy engine writes (desc_kmajor_sw32, desc_kmajor_swz).
+ * 32-, 64- or 128-byte swizzle layout the copy engine writes (desc_kmajor_swz).
  *
  * Compiled only where __CUDA_ARCH_FEAT_SM90_ALL is defined (an sm_90a target); elsewhere the
  * functions trap, and launchers must not select the kernels that call them.
@@ -39,19 +39,12 @@ __device__ __forceinline__ uint64_t desc_kmajor(uint32_t addr, uint32_t lbo, uin
            (uint64_t)((sbo & 0x3FFFF) >> 4) << 32;
 }
 
-/* Descriptor of a K-major B operand in the 32-byte swizzle layout (what the copy engine writes
- * with CU_TENSOR_MAP_SWIZZLE_32B): rows of 32 bytes, the two 16-byte halves of a row swapped
- * in rows 4-7 of every 8; 8-row groups `sbo` apart (256 when rows are adjacent). The tile must
- * start on a 256-byte boundary, where the pattern repeats; the leading offset is unused. */
-__device__ __forceinline__ uint64_t desc_kmajor_sw32(uint32_t addr, uint32_t sbo)
-{
-    return desc_kmajor(addr, 16, sbo) | (uint64_t)3 << 62;
-}
-
-/* The same for rows of RB = 32, 64 or 128 bytes in the copy engine's swizzle of that width
- * (layout types 3, 2, 1), 8-row groups adjacent (sbo 8 RB). The tile starts on an 8 RB boundary;
- * the wgmma over K chunk kk of a row (32 bytes: 8 tf32, 16 bf16) takes addr + 32 kk, as the
- * hardware applies the swizzle to the whole address. */
+/* Descriptor of a K-major B operand in rows of RB = 32, 64 or 128 bytes, in the copy engine's
+ * swizzle of that width (CU_TENSOR_MAP_SWIZZLE_32B / 64B / 128B: layout types 3, 2, 1; with 32,
+ * the two 16-byte halves of a row swapped in rows 4-7 of every 8), 8-row groups adjacent (sbo
+ * 8 RB), the leading offset unused. The tile starts on an 8 RB boundary, where the pattern
+ * repeats; the wgmma over K chunk kk of a row (32 bytes: 8 tf32, 16 bf16) takes addr + 32 kk, as
+ * the hardware applies the swizzle to the whole address. */
 template <int RB> __device__ __forceinline__ uint64_t desc_kmajor_swz(uint32_t addr)
 {
     static_assert(RB == 32 || RB == 64 || RB == 128, "a swizzle of 32, 64 or 128 bytes");
