@@ -168,6 +168,11 @@ static PyObject *fcgp_sm90_bwd(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_bwd", fc_fcgp_sm90_bwd_switch);
 }
+static PyObject *fcgp_sm90_fwd_norm(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return switch_call(args, "|O:_fcgp_sm90_fwd_norm", fc_fcgp_sm90_fwd_norm_switch);
+}
 
 static PyMethodDef module_methods[] = {
     {"sgp_forward", (PyCFunction)(void (*)(void))fc_bind_sgp_forward, METH_VARARGS | METH_KEYWORDS,
@@ -203,6 +208,11 @@ static PyMethodDef module_methods[] = {
      "FLASHCLIFFORD_FCGP_SM90_BWD=0 at "
      "start-up: None leaves it, True/False sets it; returns its state. Process-wide; size workspaces with it "
      "as the call will have it."},
+    {"_fcgp_sm90_fwd_norm", fcgp_sm90_fwd_norm, METH_VARARGS,
+     "_fcgp_sm90_fwd_norm(on=None)\n--\n\n"
+     "Whether the Hopper FCGP forward finishes the grade norm in its epilogue (on unless "
+     "FLASHCLIFFORD_FCGP_FWD_NORM=0 at start-up; off: a separate finalize pass, bitwise the same result): "
+     "None leaves it, True/False sets it; returns its state. Process-wide."},
     {"_sgp_config", (PyCFunction)(void (*)(void))fc_bind_sgp_config, METH_VARARGS | METH_KEYWORDS,
      "_sgp_config(backward, algebra, dtype, B, N, device=0)\n--\n\n"
      "Diagnostics: the CUDA SGP's launch shape for aligned inputs, (threads a row, rows a block, stages, "

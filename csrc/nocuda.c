@@ -15,6 +15,7 @@ void fc_sgp_shape_override(int rows, int stages) { (void)rows; (void)stages; }
 int fc_fcgp_sm90_compiled(void) { return 0; }
 int fc_fcgp_sm90_switch(int on) { (void)on; return 0; }
 int fc_fcgp_sm90_bwd_switch(int on) { (void)on; return 0; }
+int fc_fcgp_sm90_fwd_norm_switch(int on) { (void)on; return 0; }
 
 int fc_cuda_compiled(void) { return 0; }
 int fc_cuda_device_count(void) { return 0; }

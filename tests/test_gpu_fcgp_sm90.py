@@ -17,7 +17,7 @@ too); B and N_out have tails.
 """
 
 import pytest
-from conftest import seed_for
+from conftest import input_sensitivity, seed_for
 
 torch = pytest.importorskip("torch")
 
@@ -126,6 +126,42 @@ def test_deterministic_run_to_run(sm90_on, alg, mode):
     a = fc.gelu_fcgp_norm(x, y, w, alg, True, precision=precision)
     b = fc.gelu_fcgp_norm(x, y, w, alg, True, precision=precision)
     assert torch.equal(a, b)
+
+
+# The grade norm in the forward's epilogue (_C._fcgp_sm90_fwd_norm, on by default): the last tile
+# of each row block to finish scales the block, with no finalize pass. Off, the kernel writes o and
+# its partials and fcgp.cu's finalize pass scales; the two must agree bit for bit, out and norms, on
+# N_out with a tail and not a multiple of 4 (the fix-up's scalar loop), an odd column-block count
+# (under the 2 x 1 cluster of Cl(3,0) tf32 a tile past N_out that writes nothing and is not
+# counted), an odd row-block count (under 1 x 2 a row tile past B), one feature, and a batch of
+# more row blocks than the GPU holds at once.
+FUSED_SHAPES = [(200, 64, 104), (69, 120, 70), (130, 512, 200), (300, 128, 136), (1, 8, 1), (8200, 64, 192)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
+    dtype, precision = FCGP_MODES[mode][:2]
+    for b, n_in, n_out in FUSED_SHAPES:
+        x, y, w, _ = make_fcgp(alg, (b,), n_in, n_out, dtype, seed_for(f"sm90-norm/{alg.name}/{b}") % 997)
+        got = {}
+        for fused in (True, False):
+            before = fc._C._fcgp_sm90_fwd_norm(fused)
+            try:
+                out = torch.full((alg.D, b, n_out), float("nan"), dtype=dtype, device="cuda")
+                norms = torch.full((b, alg.G), float("nan"), device="cuda")
+                fc._C.fcgp_forward(x, y, w, alg.id, True, PRECISION_CODES[precision], out=out, norms=norms)
+            finally:
+                fc._C._fcgp_sm90_fwd_norm(before)
+            got[fused] = out, norms
+        for k, name in enumerate(("out", "norms")):
+            assert torch.equal(got[True][k], got[False][k]), (b, n_in, n_out, name)
+        args = [np64(t) for t in (x, y, w)]
+
+        def sens(u, args=args):
+            return input_sensitivity(lambda *a: reference.fcgp_np(*a, alg, True), *args, samples=10, u=u)
+
+        assert_mode(np64(got[True][0]), reference.fcgp_np(*args, alg, True), mode, "out", sens)
 
 
 @pytest.mark.parametrize("mode", MODES)

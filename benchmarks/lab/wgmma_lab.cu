@@ -374,7 +374,8 @@ template <int ID, int MODE, int NTV> struct Run {
     template <int CN, int CM, bool GATE = false, bool NORM = false, bool MC = true>
     cudaLaunchConfig_t tma_config(cudaLaunchAttribute *attr)
     {
-        auto kern = fwd_tma_kernel<ID, MODE, CN, CM, GATE, NORM, MC>;
+        (void)NORM; /* the partials are the epilogue's run-time choice (FwdEpi) */
+        auto kern = fwd_tma_kernel<ID, MODE, CN, CM, GATE, float, MC>;
         constexpr int smem = tma_smem_bytes<ID, MODE, GATE>();
         static const bool opted_in = [&] { /* once a kernel */
             CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -402,7 +403,7 @@ template <int ID, int MODE, int NTV> struct Run {
         cudaLaunchAttribute attr;
         const cudaLaunchConfig_t cfg = tma_config<CN, CM>(&attr);
         int n = 0;
-        CK(cudaOccupancyMaxActiveClusters(&n, fwd_tma_kernel<ID, MODE, CN, CM, false, false>, &cfg));
+        CK(cudaOccupancyMaxActiveClusters(&n, fwd_tma_kernel<ID, MODE, CN, CM, false>, &cfg));
         return n;
     }
     template <int CN, int CM, bool GATE = false, bool NORM = false, bool MC = true>
@@ -410,8 +411,9 @@ template <int ID, int MODE, int NTV> struct Run {
     {
         cudaLaunchAttribute attr;
         const cudaLaunchConfig_t cfg = tma_config<CN, CM, GATE, NORM, MC>(&attr);
-        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, NORM, MC>, xm, ym, wm, gm, out, partial,
-                              pr.B, pr.Ni, pr.No));
+        const FwdEpi<float> ep{out, NORM ? partial : nullptr, out, nullptr, nullptr, kEpiO};
+        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, float, MC>, xm, ym, wm, gm, ep, pr.B,
+                              pr.Ni, pr.No));
         if constexpr (NORM)
             norm_finalize<ID><<<pr.B, 256>>>(out, norms, partial, pr.B, pr.No, (pr.No + C::NT - 1) / C::NT);
     }

@@ -999,13 +999,14 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         int64_t rows_per_split;
     };
 
-    /* The Hopper forward GEMM (fcgp_sm90a.h) for tf32 / bf16 operands, fp32 o, and an output
-     * it can write in fp32 (out itself, or o in the workspace ahead of the norm). */
-    static constexpr bool SM90_TYPES = (MODE == kTF32 || MODE == kBF16) && std::is_same<C, float>::value;
+    /* The Hopper forward GEMM (fcgp_sm90a.h) for tf32 / bf16 operands, fp32 o, and outputs in
+     * fp32 or (with bf16 operands) bf16. */
+    static constexpr bool SM90_TYPES = (MODE == kTF32 || MODE == kBF16) && std::is_same<C, float>::value &&
+                                       (std::is_same<Tio, float>::value || std::is_same<Tio, __nv_bfloat16>::value);
     static bool sm90_planned(const fc_args *a)
     {
         if constexpr (SM90_TYPES)
-            return (a->normalize || std::is_same<Tio, float>::value) && sm90::planned(a, MODE, sizeof(E));
+            return sm90::planned(a, MODE, sizeof(E));
         else
             return false;
     }
@@ -1120,11 +1121,12 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         return FC_OK;
     }
 
-    static fc_status sm90_gemm(const E *x, const E *y, const E *w, void *wt, C *o, C *part, const fc_args *a,
-                               cudaStream_t st)
+    /* kind: what it writes (sm90::FwdOut), o and part (kO, kNorm), out (kOut, kNorm), norms (kNorm) */
+    static fc_status sm90_gemm(const E *x, const E *y, const E *w, void *wt, sm90::FwdOut::Kind kind, C *o, C *part,
+                               void *out, C *norms, const fc_args *a, cudaStream_t st)
     {
         if constexpr (SM90_TYPES)
-            return sm90::forward_gemm(a, MODE, x, y, w, wt, o, part, st);
+            return sm90::forward_gemm(a, MODE, x, y, w, wt, {o, part, out, (int)sizeof(Tio), norms, kind}, st);
         else
             return FC_ERR_TYPE; /* sm90_planned() is false for these types */
     }
@@ -1137,7 +1139,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
     {
         if (sm90_planned(a) && sm90::aligned(x, y, o)) {
             *parts = sm90::colblocks(a);
-            return sm90_gemm(x, y, w, ws + L.wt, o, part, a, st);
+            return sm90_gemm(x, y, w, ws + L.wt, sm90::FwdOut::kO, o, part, nullptr, nullptr, a, st);
         }
         *parts = cdiv(a->N_out, F::BN);
         return gemm<C, true>(x, y, w, o, part, a, st); /* part may be NULL: then no partials */
@@ -1170,12 +1172,18 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 return s;
             x = xc, y = yc, w = wc;
         }
-        if (!a->normalize && !(std::is_same<Tio, C>::value && sm90_planned(a) && sm90::aligned(x, y, a->out)))
+        const bool hopper = sm90_planned(a) && sm90::aligned(x, y, a->out);
+        if (!a->normalize) { /* out = o in the data type */
+            if (hopper)
+                return sm90_gemm(x, y, w, ws + L.wt, sm90::FwdOut::kOut, nullptr, nullptr, a->out, nullptr, a, st);
             return gemm<Tio, false>(x, y, w, (Tio *)a->out, nullptr, a, st);
-        C *o = !a->normalize || std::is_same<Tio, C>::value ? (C *)a->out : (C *)(ws + L.o);
-        C *part = a->normalize ? (C *)(ws + L.part) : nullptr;
+        }
+        C *o = std::is_same<Tio, C>::value ? (C *)a->out : (C *)(ws + L.o);
+        C *part = (C *)(ws + L.part);
+        if (hopper && sm90::aligned(x, y, o) && sm90::fused_norm()) /* the norm in the GEMM's epilogue */
+            return sm90_gemm(x, y, w, ws + L.wt, sm90::FwdOut::kNorm, o, part, a->out, (C *)a->norms, a, st);
         int64_t parts = 0;
-        if ((s = o_gemm(x, y, w, o, part, ws, L, a, st, &parts)) != FC_OK || !a->normalize)
+        if ((s = o_gemm(x, y, w, o, part, ws, L, a, st, &parts)) != FC_OK)
             return s;
         fwd_finalize<ID, C, Tio><<<(unsigned)B, 128, 0, st>>>(o, (Tio *)a->out, (C *)a->norms, part, (int)parts, B,
                                                               No);

@@ -104,6 +104,12 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
            cdiv(a->N_out, 32) <= 65535 && eligible(a, mode, operand_bytes);
 }
 
+namespace {
+std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
+}
+bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }
+void set_fused_norm(bool on) { g_fwd_norm.store(on ? 1 : 0); }
+
 bool bwd_planned(const fc_args *a, int mode, int operand_bytes)
 {
     /* grids: go_transpose (B / 32, N_out / 32), gelu_transpose (N_in / 32, B / 32, 2), gz (N_in
@@ -213,9 +219,18 @@ size_t bwd_workspace_bytes(const fc_args *a, int mode, int operand_bytes)
     return bwd_layout(a, mode, operand_bytes).total;
 }
 
+/* the gate product's bytes (after W^T), rounded up to 256 so that the counters after it align */
+size_t g_bytes(const fc_args *a, int operand_bytes)
+{
+    return a->gate ? up256((size_t)a->B * (size_t)a->N_in * (size_t)operand_bytes) : 0;
+}
+/* kNorm's counters: one a row block, the grid's rows rounded up to whole 2-row clusters */
+int64_t arrive_count(const fc_args *a) { return cdiv(cdiv(a->B, kRows), 2) * 2; }
+
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 {
-    return wt_bytes(a, mode, operand_bytes) + (a->gate ? (size_t)a->B * (size_t)a->N_in * (size_t)operand_bytes : 0);
+    return wt_bytes(a, mode, operand_bytes) + g_bytes(a, operand_bytes) +
+           (a->normalize ? (size_t)arrive_count(a) * sizeof(int) : 0);
 }
 
 int64_t colblocks(const fc_args *a) { return cdiv(a->N_out, tile_cols(a->alg->D)); }
@@ -365,14 +380,19 @@ int gz_chunks_a_step(int D, int mode)
     return c == 1 || c == 2 ? c : c == 4 ? 4 : D == 8 && mode == kBF16 ? 2 : 4;
 }
 
-template <int ID, int MODE>
-fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, void *ws, float *o, float *partial,
+template <int ID, int MODE, class Tout>
+fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, void *ws, const FwdOut &f,
                cudaStream_t st)
 {
     using C = Cfg<ID, MODE, 0>;
     using E = Elem<MODE>;
     const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nip = whole_steps(Ni, MODE); /* as wt_bytes sizes it */
     E *wt = (E *)ws, *g = (E *)((char *)ws + wt_bytes(a, MODE, sizeof(E)));
+    int *arrive = (int *)((char *)g + g_bytes(a, sizeof(E)));
+    const FwdEpi<Tout> ep{f.o, f.partial, (Tout *)f.out, f.norms, arrive,
+                          f.kind == FwdOut::kOut ? kEpiOut : f.kind == FwdOut::kNorm ? kEpiNorm : kEpiO};
+    if (f.kind == FwdOut::kNorm)
+        FC_CUDA_CHECK(cudaMemsetAsync(arrive, 0, (size_t)arrive_count(a) * sizeof(int), st));
     prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(No, 32), (unsigned)C::P), 256, 0, st>>>(
         (const E *)w, wt, Ni, No, Nip);
     FC_LAUNCH_CHECK(st);
@@ -412,32 +432,36 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = grid, cfg.blockDim = dim3(C::THREADS), cfg.dynamicSmemBytes = (size_t)smem, cfg.stream = st;
         cfg.attrs = &attr, cfg.numAttrs = 1;
-        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, gm, o, partial, (int)B, (int)Ni, (int)No));
+        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, gm, ep, (int)B, (int)Ni, (int)No));
         return FC_OK;
     };
-    auto pick = [&](auto gate, auto norm) -> fc_status {
-        constexpr bool GT = decltype(gate)::value, NM = decltype(norm)::value;
+    auto pick = [&](auto gate) -> fc_status {
+        constexpr bool GT = decltype(gate)::value;
         constexpr int smem = tma_smem_bytes<ID, MODE, GT>();
         if (shape == 2)
-            return launch(fwd_tma_kernel<ID, MODE, 2, 1, GT, NM>, smem);
+            return launch(fwd_tma_kernel<ID, MODE, 2, 1, GT, Tout>, smem);
         if (shape == 3)
-            return launch(fwd_tma_kernel<ID, MODE, 1, 2, GT, NM>, smem);
-        return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, NM>, smem);
+            return launch(fwd_tma_kernel<ID, MODE, 1, 2, GT, Tout>, smem);
+        return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout>, smem);
     };
-    using T = std::true_type;
-    using F = std::false_type;
-    if (a->gate)
-        return partial ? pick(T{}, T{}) : pick(T{}, F{});
-    return partial ? pick(F{}, T{}) : pick(F{}, F{});
+    return a->gate ? pick(std::true_type{}) : pick(std::false_type{});
 }
 
 } // namespace
 
-fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *ws, float *o,
-                       float *partial, cudaStream_t stream)
+fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *ws,
+                       const FwdOut &f, cudaStream_t stream)
 {
+    if (f.kind != FwdOut::kO && f.out_bytes != 4 && !(f.out_bytes == 2 && mode == kBF16)) {
+        fc_set_error("fcgp: no Hopper forward writes %d-byte outputs in operand mode %d", f.out_bytes, mode);
+        return FC_ERR_TYPE;
+    }
     return dispatch(a, mode, "forward", [&](auto id, auto md) {
-        return gemm<decltype(id)::value, decltype(md)::value>(a, x, y, w, ws, o, partial, stream);
+        constexpr int ID = decltype(id)::value, MODE = decltype(md)::value;
+        if constexpr (MODE == kBF16) /* bf16 outputs only come with bf16 operands */
+            if (f.kind != FwdOut::kO && f.out_bytes == 2)
+                return gemm<ID, MODE, __nv_bfloat16>(a, x, y, w, ws, f, stream);
+        return gemm<ID, MODE, float>(a, x, y, w, ws, f, stream);
     });
 }
 
@@ -637,7 +661,7 @@ fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, cu
 
 #else /* not built for sm_90a: planned() is false, so this is never reached */
 
-fc_status forward_gemm(const fc_args *, int, const void *, const void *, const void *, void *, float *, float *,
+fc_status forward_gemm(const fc_args *, int, const void *, const void *, const void *, void *, const FwdOut &,
                        cudaStream_t)
 {
     fc_set_error("fcgp: this build has no sm_90a code (build with 9.0 among FLASHCLIFFORD_CUDA_ARCHS)");
@@ -672,6 +696,13 @@ int fc_fcgp_sm90_bwd_switch(int on)
     if (on >= 0)
         fc::fcgp::sm90::set_bwd_enabled(on != 0);
     return fc::fcgp::sm90::bwd_enabled();
+}
+
+int fc_fcgp_sm90_fwd_norm_switch(int on)
+{
+    if (on >= 0)
+        fc::fcgp::sm90::set_fused_norm(on != 0);
+    return fc::fcgp::sm90::fused_norm();
 }
 
 } // extern "C"

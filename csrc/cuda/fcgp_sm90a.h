@@ -1,7 +1,7 @@
 /* fcgp_sm90a.h — what fcgp.cu asks of the Hopper FCGP forward (fcgp_sm90a.cu): the GEMM
  * o_j = sum_p z_{j,p} @ W[p] on warpgroup MMA with TMA tiles, MVGELU applied as x and y load,
- * and the grade-norm partials in the epilogue; fcgp.cu keeps the finalize pass, the other
- * paths and everything around them.
+ * and the output, or the whole grade norm, in the epilogue; fcgp.cu keeps the other paths (and
+ * the finalize pass they need) and everything around them.
  *
  * Eligible: the unit built for sm_90a (FC_SM90A), the path switched on (the default;
  * FLASHCLIFFORD_FCGP_SM90=0 at start-up or set_enabled(false) keeps mma.sync), a device of
@@ -26,8 +26,9 @@ namespace sm90 {
  * operand size in bytes and shape on a->device. Pointer alignment is checked at launch. */
 bool planned(const fc_args *a, int mode, int operand_bytes);
 
-/* Workspace bytes of the path: the prepared W^T (P, N_out, N_in padded to whole steps) and,
- * with the gate, the gate product g = Phi(x_0) Phi(y_0) (B, N_in), both in the operand type. */
+/* Workspace bytes of the path: the prepared W^T (P, N_out, N_in padded to whole steps), with
+ * the gate the gate product g = Phi(x_0) Phi(y_0) (B, N_in), both in the operand type, and with
+ * the norm a counter a row block (FwdOut::kNorm). */
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes);
 
 /* The column-block count of the partials: N_out over the tile's columns (512 / D). */
@@ -36,12 +37,32 @@ int64_t colblocks(const fc_args *a);
 /* Whether the copy engine can read x and y and the epilogue write o (16-byte aligned). */
 bool aligned(const void *x, const void *y, const void *o);
 
-/* o (D, B, N_out) fp32 and, when partial != NULL, the grade-norm partials (colblocks, B, G).
- * x, y (D, B, N_in), w (P, N_in, N_out) in the operand type, MVGELU first when a->gate;
- * ws: workspace_bytes of workspace.
- * Only after planned() and aligned(). */
-fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *ws, float *o,
-                       float *partial, cudaStream_t stream);
+/* What the forward writes:
+ *  kO     o (D, B, N_out) fp32 and, when partial != NULL, its grade-norm partials (colblocks, B,
+ *         G) for fcgp.cu's finalize pass;
+ *  kOut   out (D, B, N_out) in the data type (out_bytes 4: fp32, 2: bf16), no norm;
+ *  kNorm  the whole grade norm: out = o / r_g in the data type and norms (B, G; may be NULL),
+ *         with o (may be out when fp32) and partial as scratch: the last tile of each row block
+ *         to finish scales the block (no finalize pass; bitwise the finalize pass's result). */
+struct FwdOut {
+    enum Kind { kO, kOut, kNorm };
+    float *o, *partial;
+    void *out;
+    int out_bytes;
+    float *norms;
+    Kind kind;
+};
+
+/* Whether the forward finishes the norm in its epilogue (FwdOut::kNorm): on unless
+ * FLASHCLIFFORD_FCGP_FWD_NORM == "0" at start-up (then o, the partials and the finalize pass). */
+bool fused_norm();
+void set_fused_norm(bool on);
+
+/* The forward GEMM into f. x, y (D, B, N_in), w (P, N_in, N_out) in the operand type, MVGELU
+ * first when a->gate; ws: workspace_bytes of workspace.
+ * Only after planned() and aligned() (of x, y, and of every pointer f writes). */
+fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y, const void *w, void *ws,
+                       const FwdOut &f, cudaStream_t stream);
 
 /* The backward on the same machinery (fcgp_wgmma_gw.cuh, fcgp_wgmma_gz.cuh): whether it runs for
  * this call (its switch, the device, algebra, operand mode and grid-sized shapes: no row

@@ -9,7 +9,8 @@
  *
  * fwd_tma_kernel brings the tiles by TMA (tma.cuh), optionally over a cluster with multicast,
  * applies MVGELU as fragments load (GATE: x scaled by the gate product of gate_product) and
- * leaves grade-norm partials for norm_finalize (NORM). Developed and measured in
+ * ends in one of the epilogues of FwdEpi (o with the grade-norm partials; out in the data type;
+ * or the whole grade norm, finished by the last tile of each row block). Developed and measured in
  * benchmarks/lab/wgmma_lab.cu (NOTES_FCGP.md); the library launches it from fcgp_sm90a.cu.
  * Needs an sm_90a target (wgmma.cuh, tma.cuh trap elsewhere).
  */
@@ -251,11 +252,11 @@ template <int JW, int N> __device__ __forceinline__ void zero(float (&acc)[JW][N
             acc[j][i] = 0.f;
 }
 
-/* The accumulators of components j0 .. j0 + JW - 1 (D fragment layout) into out (D, B, No):
- * rows past B and columns past No (a tile's tail) are not written; pairs of columns go as
- * one 8-byte store when No is even. */
-template <int JW, int NT>
-__device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], float *out, int B, int No, int j0, int row, int n0, int t)
+/* The accumulators of components j0 .. j0 + JW - 1 (D fragment layout) into out (D, B, No) in
+ * Tout (fp32, or bf16 rounded to nearest): rows past B and columns past No (a tile's tail) are
+ * not written; pairs of columns go as one store when No is even. */
+template <class Tout, int JW, int NT>
+__device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], Tout *out, int B, int No, int j0, int row, int n0, int t)
 {
 #pragma unroll
     for (int j = 0; j < JW; ++j)
@@ -269,13 +270,17 @@ __device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], float *out, 
                 const int r = row + 8 * h, c = n0 + 8 * cc + 2 * t;
                 if (r >= B || c >= No)
                     continue;
-                float *o = out + ((size_t)(j0 + jj) * B + r) * No + c;
-                if (c + 1 < No && No % 2 == 0)
-                    *(float2 *)o = make_float2(acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
-                else {
-                    o[0] = acc[jj][4 * cc + 2 * h];
+                Tout *o = out + ((size_t)(j0 + jj) * B + r) * No + c;
+                const float v0 = acc[jj][4 * cc + 2 * h], v1 = acc[jj][4 * cc + 2 * h + 1];
+                if (c + 1 < No && No % 2 == 0) {
+                    if constexpr (std::is_same<Tout, float>::value)
+                        *(float2 *)o = make_float2(v0, v1);
+                    else
+                        *(__nv_bfloat162 *)o = __floats2bfloat162_rn(v0, v1);
+                } else {
+                    o[0] = store<Tout>(v0);
                     if (c + 1 < No)
-                        o[1] = acc[jj][4 * cc + 2 * h + 1];
+                        o[1] = store<Tout>(v1);
                 }
             }
 }
@@ -380,6 +385,106 @@ __global__ void norm_finalize(float *out, float *norms, const float *partial, in
     });
 }
 
+/* What fwd_tma_kernel's epilogue writes (mode; fcgp_sm90a.h describes them for the host):
+ *  kEpiO    o (D, B, N_out) fp32 and, when partial != NULL, the grade-norm partials
+ *           (column blocks, B, G) that norm_finalize / fcgp.cu's fwd_finalize complete;
+ *  kEpiOut  out = o in Tout (no norm);
+ *  kEpiNorm out = o / r_g in Tout and norms = r (B, G; may be NULL): every tile writes o and its
+ *           partials as in kEpiO and counts itself in arrive[its row block] (zero at launch);
+ *           the tile that arrives last sums the row block's partials in column-block order,
+ *           writes its own tile scaled from registers and scales the others' o from L2
+ *           (norm_fixup). Nothing waits on another block; the sums and scalings are the
+ *           finalize pass's own, so the result is bitwise the same whichever tile is last. */
+enum { kEpiO = 0, kEpiOut = 1, kEpiNorm = 2 };
+template <class Tout> struct FwdEpi {
+    float *o, *partial;
+    Tout *out; /* may be o itself when Tout is float */
+    float *norms;
+    int *arrive;
+    int mode;
+};
+
+/* The last tile of a row block (kEpiNorm), after the block's partials are all written: inv
+ * (64 rows x D components) = 1 / r of the component's grade, r_g = sqrt(sum over the column
+ * blocks in order / N_out + eps), as fwd_finalize forms it (rg: 64 x G scratch; both in shared
+ * memory); norms written. */
+template <int ID>
+__device__ void norm_inv(float *inv, float (*rg)[AlgebraTraits<ID>::G], const float *partial, float *norms, int B,
+                         int No, int colblocks, int m0, int tid)
+{
+    using A = AlgebraTraits<ID>;
+    constexpr int D = A::D, G = A::G;
+    for (int i = tid; i < 64 * G; i += 256) {
+        const int r = i / G, gg = i % G, row = m0 + r;
+        float q = 0.f;
+        if (row < B) {
+            for (int cb = 0; cb < colblocks; ++cb)
+                q += __ldcg(partial + ((size_t)cb * B + row) * G + gg);
+            q /= (float)No;
+        }
+        const float rr = sqrtf(q + (float)FC_NORM_EPS);
+        rg[r][gg] = 1.f / rr;
+        if (norms && row < B)
+            norms[(size_t)row * G + gg] = rr;
+    }
+    __syncthreads();
+    for (int i = tid; i < 64 * D; i += 256)
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value, ga = A::table.grade[a];
+            if (i % D == a)
+                inv[i] = rg[i / D][ga];
+        });
+    __syncthreads();
+}
+
+/* ... then out = o inv over the row block's columns outside [n0, n0 + NT) (this tile's, which
+ * its registers write): o from L2 (written moments ago by the row block's other tiles; .cg,
+ * past this SM's L1), V values a thread-item, eight items in flight a thread. */
+template <int ID, int NT, int V, class Tout>
+__device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, int No, int m0, int n0, int tid)
+{
+    constexpr int D = AlgebraTraits<ID>::D, U = 8;
+    static_assert(D <= 8, "items in int: D 64 N_out < 2^31 (planned: N_out < 2^21)");
+    const int nv = No / V, items = D * 64 * nv;
+    for (int base = tid; base < items; base += 256 * U) {
+        float v[U][V];
+        int64_t at[U];
+        float sc[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int it = base + 256 * u;
+            at[u] = -1;
+            if (it >= items)
+                continue;
+            const int ra = it / nv, c = (it - ra * nv) * V, a = ra / 64, r = ra % 64;
+            if (m0 + r >= B || (c >= n0 && c < n0 + NT))
+                continue;
+            at[u] = ((int64_t)a * B + m0 + r) * No + c;
+            sc[u] = inv[r * D + a];
+            if constexpr (V == 4) {
+                const float4 w = __ldcg((const float4 *)(o + at[u]));
+                v[u][0] = w.x, v[u][1] = w.y, v[u][2] = w.z, v[u][3] = w.w;
+            } else {
+                v[u][0] = __ldcg(o + at[u]);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (at[u] < 0)
+                continue;
+            if constexpr (V == 4 && std::is_same<Tout, float>::value) {
+                *(float4 *)(out + at[u]) = make_float4(v[u][0] * sc[u], v[u][1] * sc[u], v[u][2] * sc[u], v[u][3] * sc[u]);
+            } else if constexpr (V == 4) {
+                __nv_bfloat162 p[2] = {__floats2bfloat162_rn(v[u][0] * sc[u], v[u][1] * sc[u]),
+                                       __floats2bfloat162_rn(v[u][2] * sc[u], v[u][3] * sc[u])};
+                *(uint2 *)(out + at[u]) = *(const uint2 *)p;
+            } else {
+                out[at[u]] = store<Tout>(v[u][0] * sc[u]);
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ 2b. TMA and clusters */
 /* A TMA stage: x, y, every path's W^T tile, and (GATE) the gate product's tile (64 rows x 32
  * bytes, after W^T so every tile keeps the alignment its layout needs); the kernel's dynamic
@@ -404,8 +509,7 @@ template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_sme
  * the buffer step s - 1 used with step s - 1 + STAGES, once every consumer warpgroup of the
  * cluster has arrived on its "empty" mbarrier for that buffer. GATE: MVGELU, x's fragments
  * scaled by the tile of gmap (the gate product g, (B, N_in); multicast with x in a cluster)
- * as they are loaded; gmap is not read otherwise. NORM: out holds o and `partial`
- * (No / NT, B, G) the grade partials; norm_finalize completes the norm. */
+ * as they are loaded; gmap is not read otherwise. ep: what the epilogue writes (FwdEpi). */
 /* How a consumer warpgroup of a multi-CTA cluster releases a stage to the CTAs whose copies
  * land in it: 0, the CTA-scope remote arrive of CUTLASS's cluster pipelines (default);
  * 1 (-DFC_FCGP_CLUSTER_RELEASE_FENCE=1), the cluster-scope release, a fence each (as the lab
@@ -415,11 +519,11 @@ template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_sme
 #endif
 constexpr bool RELEASE_CLUSTER = FC_FCGP_CLUSTER_RELEASE_FENCE;
 
-template <int ID, int MODE, int CN, int CM, bool GATE, bool NORM, bool MC = true>
+template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true>
 __global__ void __launch_bounds__(256, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
-                   const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap gmap, float *out,
-                   float *partial, int B, int Ni, int No)
+                   const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap gmap,
+                   const FwdEpi<Tout> ep, int B, int Ni, int No)
 {
     using C = Cfg<ID, MODE, 0>;
     constexpr int D = C::D, P = C::P, S = C::STAGES, CS = CN * CM;
@@ -531,19 +635,57 @@ __global__ void __launch_bounds__(256, 1)
     }
     if constexpr (CS > 1)
         tma::cluster_sync(); /* no CTA leaves while a peer may still signal its mbarriers */
-    store_out<C::JW, C::NT>(acc, out, B, No, wgi * C::JW, m0 + 16 * warp + g, n0, t);
-    if constexpr (NORM) {
-        float *tx = (float *)smem; /* stage 0: every step consumed, every copy landed */
-        __syncthreads();           /* ... and read by both warpgroups */
-        if (wgi == 1)
-            norm_share<ID, C::NT>(acc, tx, tid % 128);
-        __syncthreads();
-        const int colblocks = (No + C::NT - 1) / C::NT;
-        if (wgi == 0)
-            norm_rows<ID, 0, C::NT>(acc, tx, partial, B, colblocks, m0 + 16 * warp + g, tid % 128, t);
-        else
-            norm_rows<ID, 1, C::NT>(acc, tx, partial, B, colblocks, m0 + 16 * warp + g, tid % 128, t);
+    const int row = m0 + 16 * warp + g, j0 = wgi * C::JW;
+    if (ep.mode == kEpiOut) {
+        store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
+        return;
     }
+    store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
+    if (ep.partial == nullptr)
+        return;
+    const int colblocks = (No + C::NT - 1) / C::NT;
+    float *tx = (float *)smem; /* stage 0: every step consumed, every copy landed */
+    __syncthreads();           /* ... and read by both warpgroups */
+    if (wgi == 1)
+        norm_share<ID, C::NT>(acc, tx, tid % 128);
+    __syncthreads();
+    if (wgi == 0)
+        norm_rows<ID, 0, C::NT>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
+    else
+        norm_rows<ID, 1, C::NT>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
+    if (ep.mode != kEpiNorm)
+        return;
+    /* count this tile into its row block once its o and partials are visible to every SM */
+    int *last = (int *)(smem + STG); /* stage 1 */
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        *last = (int)blockIdx.x < colblocks && m0 < B && atomicAdd(ep.arrive + blockIdx.y, 1) == colblocks - 1;
+        __threadfence(); /* the other tiles' writes, seen through the count, before ours reads */
+    }
+    __syncthreads();
+    if (!*last)
+        return;
+    constexpr int G = AlgebraTraits<ID>::G;
+    float *inv = (float *)(smem + STG + 128);
+    float(*rg)[G] = (float(*)[G])(inv + 64 * D);
+    norm_inv<ID>(inv, rg, ep.partial, ep.norms, B, No, colblocks, m0, tid);
+    static_for<C::JW>([&](auto jj) {
+        constexpr int J = decltype(jj)::value;
+#pragma unroll
+        for (int cc = 0; cc < C::NT / 8; ++cc)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float sc = inv[(16 * warp + g + 8 * h) * D + j0 + J];
+                acc[J][4 * cc + 2 * h] *= sc;
+                acc[J][4 * cc + 2 * h + 1] *= sc;
+            }
+    });
+    store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
+    if (No % 4 == 0)
+        norm_fixup<ID, C::NT, 4>(ep.o, ep.out, inv, B, No, m0, n0, tid);
+    else
+        norm_fixup<ID, C::NT, 1>(ep.o, ep.out, inv, B, No, m0, n0, tid);
 }
 
 } // namespace sm90
