@@ -121,6 +121,10 @@ int fc_fcgp_sm90_bwd_switch(int on);
 /* The Hopper FCGP forward's norm in its epilogue (the same convention; initially on unless
  * FLASHCLIFFORD_FCGP_FWD_NORM == "0"; off: o, its partials and the finalize pass). */
 int fc_fcgp_sm90_fwd_norm_switch(int on);
+/* ... and how long (microseconds) a tile there waits for its row block before leaving its o to
+ * the block's last tile (us >= 0 sets it; returns it; initially 20 unless
+ * FLASHCLIFFORD_FCGP_FWD_NORM_WAIT_US says otherwise). */
+long long fc_fcgp_sm90_fwd_norm_wait(long long us);
 /* The launch shape the CUDA SGP takes for a's algebra, dtype, B and N_in on a->device with
  * aligned inputs (diagnostics and tuning): out = threads a row, rows a block, input stages,
  * mode (0 resident, 1 long with shared weights, 2 long), grid, shared-memory bytes. */

@@ -173,6 +173,15 @@ static PyObject *fcgp_sm90_fwd_norm(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_fwd_norm", fc_fcgp_sm90_fwd_norm_switch);
 }
+/* _fcgp_sm90_fwd_norm_wait(us=-1): set the wait when us >= 0; returns it */
+static PyObject *fcgp_sm90_fwd_norm_wait(PyObject *module, PyObject *args)
+{
+    (void)module;
+    long long us = -1;
+    if (!PyArg_ParseTuple(args, "|L:_fcgp_sm90_fwd_norm_wait", &us))
+        return NULL;
+    return PyLong_FromLongLong(fc_fcgp_sm90_fwd_norm_wait(us));
+}
 
 static PyMethodDef module_methods[] = {
     {"sgp_forward", (PyCFunction)(void (*)(void))fc_bind_sgp_forward, METH_VARARGS | METH_KEYWORDS,
@@ -213,6 +222,12 @@ static PyMethodDef module_methods[] = {
      "Whether the Hopper FCGP forward finishes the grade norm in its epilogue (on unless "
      "FLASHCLIFFORD_FCGP_FWD_NORM=0 at start-up; off: a separate finalize pass, bitwise the same result): "
      "None leaves it, True/False sets it; returns its state. Process-wide."},
+    {"_fcgp_sm90_fwd_norm_wait", fcgp_sm90_fwd_norm_wait, METH_VARARGS,
+     "_fcgp_sm90_fwd_norm_wait(us=-1)\n--\n\n"
+     "How long (microseconds, at most 10000) a tile of the Hopper FCGP forward waits for the rest of its "
+     "64-row block before leaving its unscaled output to the block's last tile (20 unless "
+     "FLASHCLIFFORD_FCGP_FWD_NORM_WAIT_US at start-up says otherwise): us >= 0 sets it; returns it. "
+     "Process-wide; for tests and measurements."},
     {"_sgp_config", (PyCFunction)(void (*)(void))fc_bind_sgp_config, METH_VARARGS | METH_KEYWORDS,
      "_sgp_config(backward, algebra, dtype, B, N, device=0)\n--\n\n"
      "Diagnostics: the CUDA SGP's launch shape for aligned inputs, (threads a row, rows a block, stages, "

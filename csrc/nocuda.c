@@ -16,6 +16,7 @@ int fc_fcgp_sm90_compiled(void) { return 0; }
 int fc_fcgp_sm90_switch(int on) { (void)on; return 0; }
 int fc_fcgp_sm90_bwd_switch(int on) { (void)on; return 0; }
 int fc_fcgp_sm90_fwd_norm_switch(int on) { (void)on; return 0; }
+long long fc_fcgp_sm90_fwd_norm_wait(long long us) { (void)us; return 0; }
 
 int fc_cuda_compiled(void) { return 0; }
 int fc_cuda_device_count(void) { return 0; }

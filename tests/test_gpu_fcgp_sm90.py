@@ -128,14 +128,31 @@ def test_deterministic_run_to_run(sm90_on, alg, mode):
     assert torch.equal(a, b)
 
 
-# The grade norm in the forward's epilogue (_C._fcgp_sm90_fwd_norm, on by default): the last tile
-# of each row block to finish scales the block, with no finalize pass. Off, the kernel writes o and
-# its partials and fcgp.cu's finalize pass scales; the two must agree bit for bit, out and norms, on
-# N_out with a tail and not a multiple of 4 (the fix-up's scalar loop), an odd column-block count
-# (under the 2 x 1 cluster of Cl(3,0) tf32 a tile past N_out that writes nothing and is not
-# counted), an odd row-block count (under 1 x 2 a row tile past B), one feature, and a batch of
-# more row blocks than the GPU holds at once.
+# The grade norm in the forward's epilogue (_C._fcgp_sm90_fwd_norm, on by default): each tile counts
+# itself into its 64-row block, waits (bounded: _C._fcgp_sm90_fwd_norm_wait) for the rest, then scales
+# its own output; a tile whose wait runs out leaves o for the block's last tile to scale. With the wait
+# at 0 every tile but the last gives up, so that fix-up runs for nearly every tile. Off, the kernel
+# writes o and its partials and fcgp.cu's finalize pass scales. All three must agree bit for bit, out
+# and norms, on N_out with a tail and not a multiple of 4 (the fix-up's scalar loop), an odd
+# column-block count (under the 2 x 1 cluster of Cl(3,0) tf32 a tile past N_out that writes nothing
+# and is not counted), an odd row-block count (under 1 x 2 a row tile past B), one feature, and a
+# batch of more row blocks than the GPU holds at once.
 FUSED_SHAPES = [(200, 64, 104), (69, 120, 70), (130, 512, 200), (300, 128, 136), (1, 8, 1), (8200, 64, 192)]
+
+
+def _forward_with(fused, wait_us, alg, x, y, w, precision):
+    before, before_wait = fc._C._fcgp_sm90_fwd_norm(fused), fc._C._fcgp_sm90_fwd_norm_wait()
+    try:
+        if wait_us is not None:
+            fc._C._fcgp_sm90_fwd_norm_wait(wait_us)
+        b, n_out = x.shape[1], w.shape[-1]
+        out = torch.full((alg.D, b, n_out), float("nan"), dtype=x.dtype, device="cuda")
+        norms = torch.full((b, alg.G), float("nan"), device="cuda")
+        fc._C.fcgp_forward(x, y, w, alg.id, True, PRECISION_CODES[precision], out=out, norms=norms)
+        return out, norms
+    finally:
+        fc._C._fcgp_sm90_fwd_norm(before)
+        fc._C._fcgp_sm90_fwd_norm_wait(before_wait)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -144,24 +161,17 @@ def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
     dtype, precision = FCGP_MODES[mode][:2]
     for b, n_in, n_out in FUSED_SHAPES:
         x, y, w, _ = make_fcgp(alg, (b,), n_in, n_out, dtype, seed_for(f"sm90-norm/{alg.name}/{b}") % 997)
-        got = {}
-        for fused in (True, False):
-            before = fc._C._fcgp_sm90_fwd_norm(fused)
-            try:
-                out = torch.full((alg.D, b, n_out), float("nan"), dtype=dtype, device="cuda")
-                norms = torch.full((b, alg.G), float("nan"), device="cuda")
-                fc._C.fcgp_forward(x, y, w, alg.id, True, PRECISION_CODES[precision], out=out, norms=norms)
-            finally:
-                fc._C._fcgp_sm90_fwd_norm(before)
-            got[fused] = out, norms
-        for k, name in enumerate(("out", "norms")):
-            assert torch.equal(got[True][k], got[False][k]), (b, n_in, n_out, name)
+        want = _forward_with(False, None, alg, x, y, w, precision)
+        for wait_us in (None, 0):
+            got = _forward_with(True, wait_us, alg, x, y, w, precision)
+            for k, name in enumerate(("out", "norms")):
+                assert torch.equal(got[k], want[k]), (b, n_in, n_out, wait_us, name)
         args = [np64(t) for t in (x, y, w)]
 
         def sens(u, args=args):
             return input_sensitivity(lambda *a: reference.fcgp_np(*a, alg, True), *args, samples=10, u=u)
 
-        assert_mode(np64(got[True][0]), reference.fcgp_np(*args, alg, True), mode, "out", sens)
+        assert_mode(np64(want[0]), reference.fcgp_np(*args, alg, True), mode, "out", sens)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -57,6 +57,9 @@ struct FwdOut {
  * FLASHCLIFFORD_FCGP_FWD_NORM == "0" at start-up (then o, the partials and the finalize pass). */
 bool fused_norm();
 void set_fused_norm(bool on);
+/* ... and a tile's wait there for its row block (fc_fcgp_sm90_fwd_norm_wait) */
+long long norm_wait_ns();
+void set_norm_wait_us(long long us);
 
 /* The forward GEMM into f. x, y (D, B, N_in), w (P, N_in, N_out) in the operand type, MVGELU
  * first when a->gate; ws: workspace_bytes of workspace.

@@ -389,20 +389,43 @@ __global__ void norm_finalize(float *out, float *norms, const float *partial, in
  *  kEpiO    o (D, B, N_out) fp32 and, when partial != NULL, the grade-norm partials
  *           (column blocks, B, G) that norm_finalize / fcgp.cu's fwd_finalize complete;
  *  kEpiOut  out = o in Tout (no norm);
- *  kEpiNorm out = o / r_g in Tout and norms = r (B, G; may be NULL): every tile writes o and its
- *           partials as in kEpiO and counts itself in arrive[its row block] (zero at launch);
- *           the tile that arrives last sums the row block's partials in column-block order,
- *           writes its own tile scaled from registers and scales the others' o from L2
- *           (norm_fixup). Nothing waits on another block; the sums and scalings are the
- *           finalize pass's own, so the result is bitwise the same whichever tile is last. */
+ *  kEpiNorm out = o / r_g in Tout and norms = r (B, G; may be NULL). Each tile writes its
+ *           partials and counts itself in arrive[its row block]; the row block's tiles run in the
+ *           same wave as a rule, so each waits (at most wait_ns) for the count to be whole, then
+ *           sums the partials in column-block order and writes its own tile scaled from its
+ *           registers: no pass over o. A tile whose wait runs out writes o (fp32) instead and
+ *           says so in state[tile]; the tile that arrives last, which never waits for the count,
+ *           waits for every other tile's state (all have arrived, so each decides within its
+ *           bounded wait) and scales the o of those that gave up (norm_fixup). No block waits
+ *           without bound on one that may not be resident. The sums and scalings are the finalize
+ *           pass's own: the result is bitwise the same whoever scales a tile. arrive (row
+ *           blocks) and state (row blocks x column blocks) are zero at launch. */
 enum { kEpiO = 0, kEpiOut = 1, kEpiNorm = 2 };
 template <class Tout> struct FwdEpi {
     float *o, *partial;
     Tout *out; /* may be o itself when Tout is float */
     float *norms;
-    int *arrive;
+    int *arrive, *state;
+    long long wait_ns;
     int mode;
 };
+
+__device__ __forceinline__ int ld_acquire(const int *p)
+{
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release(int *p, int v)
+{
+    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ long long global_ns()
+{
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    return t;
+}
 
 /* The last tile of a row block (kEpiNorm), after the block's partials are all written: inv
  * (64 rows x D components) = 1 / r of the component's grade, r_g = sqrt(sum over the column
@@ -437,27 +460,23 @@ __device__ void norm_inv(float *inv, float (*rg)[AlgebraTraits<ID>::G], const fl
     __syncthreads();
 }
 
-/* ... then out = o inv over the row block's columns outside [n0, n0 + NT) (this tile's, which
- * its registers write): o from L2 (written moments ago by the row block's other tiles; .cg,
- * past this SM's L1), V values a thread-item, eight items in flight a thread. */
+/* ... then out = o inv over columns [c0, c0 + NT) of the row block (a tile that gave up waiting):
+ * o from L2 (.cg, past this SM's L1: other SMs wrote it), V values a thread-item, eight items in
+ * flight a thread. */
 template <int ID, int NT, int V, class Tout>
-__device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, int No, int m0, int n0, int tid)
+__device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, int No, int m0, int c0, int tid)
 {
-    constexpr int D = AlgebraTraits<ID>::D, U = 8;
-    static_assert(D <= 8, "items in int: D 64 N_out < 2^31 (planned: N_out < 2^21)");
-    const int nv = No / V, items = D * 64 * nv;
-    for (int base = tid; base < items; base += 256 * U) {
+    constexpr int D = AlgebraTraits<ID>::D, U = 8, NV = NT / V, ITEMS = D * 64 * NV;
+    static_assert(NT % V == 0 && ITEMS % (256 * U) == 0, "whole rounds of items");
+    for (int base = tid; base < ITEMS; base += 256 * U) {
         float v[U][V];
         int64_t at[U];
         float sc[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            const int it = base + 256 * u;
+            const int it = base + 256 * u, ra = it / NV, c = c0 + (it % NV) * V, a = ra / 64, r = ra % 64;
             at[u] = -1;
-            if (it >= items)
-                continue;
-            const int ra = it / nv, c = (it - ra * nv) * V, a = ra / 64, r = ra % 64;
-            if (m0 + r >= B || (c >= n0 && c < n0 + NT))
+            if (m0 + r >= B || c >= No)
                 continue;
             at[u] = ((int64_t)a * B + m0 + r) * No + c;
             sc[u] = inv[r * D + a];
@@ -640,7 +659,8 @@ __global__ void __launch_bounds__(256, 1)
         store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
         return;
     }
-    store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
+    if (ep.mode == kEpiO)
+        store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
     if (ep.partial == nullptr)
         return;
     const int colblocks = (No + C::NT - 1) / C::NT;
@@ -653,23 +673,42 @@ __global__ void __launch_bounds__(256, 1)
         norm_rows<ID, 0, C::NT>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
     else
         norm_rows<ID, 1, C::NT>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
-    if (ep.mode != kEpiNorm)
+    if (ep.mode != kEpiNorm || (int)blockIdx.x >= colblocks || m0 >= B) /* tiles past the output: done */
         return;
-    /* count this tile into its row block once its o and partials are visible to every SM */
-    int *last = (int *)(smem + STG); /* stage 1 */
+    /* count this tile into its row block once its partials are visible to every SM, then wait
+     * (bounded) for the rest; kLast: this tile completed the count */
+    enum { kWhole = 1, kGaveUp = 2, kLast = 3 };
+    int *flag = (int *)(smem + STG); /* stage 1 */
+    int *const count = ep.arrive + blockIdx.y, *const state = ep.state + (size_t)blockIdx.y * gridDim.x;
     __threadfence();
     __syncthreads();
     if (tid == 0) {
-        *last = (int)blockIdx.x < colblocks && m0 < B && atomicAdd(ep.arrive + blockIdx.y, 1) == colblocks - 1;
-        __threadfence(); /* the other tiles' writes, seen through the count, before ours reads */
+        int f = kLast;
+        if (atomicAdd(count, 1) != colblocks - 1) {
+            const long long t0 = global_ns();
+            while (ld_acquire(count) < colblocks && global_ns() - t0 < ep.wait_ns)
+                __nanosleep(64);
+            f = ld_acquire(count) == colblocks ? kWhole : kGaveUp;
+            if (f == kWhole) /* the last tile need not scale this one */
+                st_release(state + blockIdx.x, kWhole);
+        }
+        __threadfence();
+        *flag = f;
     }
     __syncthreads();
-    if (!*last)
+    const int f = *flag;
+    if (f == kGaveUp) { /* o for the last tile to scale */
+        store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
+        __threadfence();
+        __syncthreads();
+        if (tid == 0)
+            st_release(state + blockIdx.x, kGaveUp);
         return;
+    }
     constexpr int G = AlgebraTraits<ID>::G;
     float *inv = (float *)(smem + STG + 128);
     float(*rg)[G] = (float(*)[G])(inv + 64 * D);
-    norm_inv<ID>(inv, rg, ep.partial, ep.norms, B, No, colblocks, m0, tid);
+    norm_inv<ID>(inv, rg, ep.partial, f == kLast ? ep.norms : nullptr, B, No, colblocks, m0, tid);
     static_for<C::JW>([&](auto jj) {
         constexpr int J = decltype(jj)::value;
 #pragma unroll
@@ -682,10 +721,29 @@ __global__ void __launch_bounds__(256, 1)
             }
     });
     store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
-    if (No % 4 == 0)
-        norm_fixup<ID, C::NT, 4>(ep.o, ep.out, inv, B, No, m0, n0, tid);
-    else
-        norm_fixup<ID, C::NT, 1>(ep.o, ep.out, inv, B, No, m0, n0, tid);
+    if (f != kLast)
+        return;
+    /* the last tile: every other tile has arrived, so each says within its bounded wait whether
+     * it scaled itself; scale those that gave up */
+    for (int cb = 0; cb < colblocks; ++cb) {
+        if (cb == (int)blockIdx.x)
+            continue;
+        if (tid == 0) {
+            int v;
+            while ((v = ld_acquire(state + cb)) == 0)
+                __nanosleep(64);
+            *flag = v;
+        }
+        __syncthreads();
+        const int sv = *flag;
+        __syncthreads(); /* flag read by all before thread 0 rewrites it */
+        if (sv != kGaveUp)
+            continue;
+        if (No % 4 == 0)
+            norm_fixup<ID, C::NT, 4>(ep.o, ep.out, inv, B, No, m0, cb * C::NT, tid);
+        else
+            norm_fixup<ID, C::NT, 1>(ep.o, ep.out, inv, B, No, m0, cb * C::NT, tid);
+    }
 }
 
 } // namespace sm90
