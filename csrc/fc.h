@@ -122,7 +122,7 @@ int fc_fcgp_sm90_bwd_switch(int on);
  * FLASHCLIFFORD_FCGP_FWD_NORM == "0"; off: o, its partials and the finalize pass). */
 int fc_fcgp_sm90_fwd_norm_switch(int on);
 /* ... and how long (microseconds) a tile there waits for its row block before leaving its o to
- * the block's last tile (us >= 0 sets it; returns it; initially 20 unless
+ * the block's last tile (us >= 0 sets it; returns it; initially 100 unless
  * FLASHCLIFFORD_FCGP_FWD_NORM_WAIT_US says otherwise). */
 long long fc_fcgp_sm90_fwd_norm_wait(long long us);
 /* The launch shape the CUDA SGP takes for a's algebra, dtype, B and N_in on a->device with

@@ -225,7 +225,7 @@ static PyMethodDef module_methods[] = {
     {"_fcgp_sm90_fwd_norm_wait", fcgp_sm90_fwd_norm_wait, METH_VARARGS,
      "_fcgp_sm90_fwd_norm_wait(us=-1)\n--\n\n"
      "How long (microseconds, at most 10000) a tile of the Hopper FCGP forward waits for the rest of its "
-     "64-row block before leaving its unscaled output to the block's last tile (20 unless "
+     "64-row block before leaving its unscaled output to the block's last tile (100 unless "
      "FLASHCLIFFORD_FCGP_FWD_NORM_WAIT_US at start-up says otherwise): us >= 0 sets it; returns it. "
      "Process-wide; for tests and measurements."},
     {"_sgp_config", (PyCFunction)(void (*)(void))fc_bind_sgp_config, METH_VARARGS | METH_KEYWORDS,

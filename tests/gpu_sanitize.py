@@ -158,15 +158,23 @@ def run(quick, hopper_only=False):
         # the Hopper forward's algebras and modes with its switch on and off (the default list
         # takes whichever path the switch says): both shapes (N_in 45 keeps the mma.sync
         # forward, N_in 64 takes the copy engine), normalize on and off, with and without the gate
-        # (and the Hopper backward kernels, their own switch, with the forward on)
+        # (and the Hopper backward kernels, their own switch, with the forward on); last, the
+        # forward's norm with a zero wait, so that every tile but a row block's last leaves its
+        # o to that one to scale (the epilogue's fix-up)
         before, before_gw = fc._C._fcgp_sm90(), fc._C._fcgp_sm90_bwd()
+        before_wait = fc._C._fcgp_sm90_fwd_norm_wait()
+        hopper_algs, hopper_modes = [fc.Algebra(2), fc.Algebra(3)], ["tf32", "fp32-bf16", "bfloat16"]
         for on, gw in ((True, True),) if hopper_only else ((True, False), (False, False), (True, True)):
             fc._C._fcgp_sm90(on)
             fc._C._fcgp_sm90_bwd(gw)
             shapes = FCGP_SHAPES + (FCGP_CHUNKED_SHAPES + FCGP_SCHED_SHAPES if gw else [])
-            n_switch += run_fcgp([fc.Algebra(2), fc.Algebra(3)], ["tf32", "fp32-bf16", "bfloat16"], False, shapes)
+            n_switch += run_fcgp(hopper_algs, hopper_modes, False, shapes)
+        fc._C._fcgp_sm90(True)
+        fc._C._fcgp_sm90_fwd_norm_wait(0)
+        n_switch += run_fcgp(hopper_algs, hopper_modes, False, FCGP_SHAPES)
         fc._C._fcgp_sm90(before)
         fc._C._fcgp_sm90_bwd(before_gw)
+        fc._C._fcgp_sm90_fwd_norm_wait(before_wait)
     torch.cuda.synchronize()
     print(f"gpu_sanitize: {n_sgp} SGP and {n_fcgp} FCGP cases ran, and {n_switch} FCGP cases with the Hopper "
           "forward switched on and off and its backward kernels on")
