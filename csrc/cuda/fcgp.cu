@@ -16,6 +16,7 @@
  * On a compute-capability 9.0 GPU, for Cl(2,0) and Cl(3,0) with tf32 or bf16 products, the
  * forward GEMM (also the one a backward without out recomputes) and the backward are the Hopper
  * kernels of fcgp_sm90a.h (wgmma with TMA tiles) wherever their switches and sizes allow; the
+ * Hopper forward finishes the grade norm in its own epilogue (no fwd_finalize pass); the
  * Hopper backward takes only the norm's row statistics from norm_bwd and forms go transposed
  * itself; it writes all three gradients (its gW sums on chip: no gw_reduce). Everything around
  * them (conversions, the prepass of the mma.sync gW, fwd_finalize, norm_bwd) stays here.

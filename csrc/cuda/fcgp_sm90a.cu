@@ -1,7 +1,8 @@
 /* fcgp_sm90a.cu — the Hopper FCGP kernels behind fcgp_sm90a.h. Forward: W^T prepared in the
  * workspace by a tiled transpose, with the gate the gate product g by gate_product, three or
  * four tensor maps a call, and fwd_tma_kernel of fcgp_wgmma.cuh in clusters of two CTAs that
- * share a tile by multicast (fwd_cluster; benchmarks/NOTES_FCGP.md). Backward: per batch chunk, go^T
+ * share a tile by multicast (fwd_cluster; benchmarks/NOTES_FCGP.md), the grade norm finished in its
+ * epilogue (FwdOut::kNorm: a count and a state a tile in the workspace, zeroed a call). Backward: per batch chunk, go^T
  * (go_transpose), xg^T and yg^T (gelu_transpose), the weight gradient (fcgp_wgmma_gw.cuh) and the input
  * gradients (fcgp_wgmma_gz.cuh). setup.py builds this unit for sm_90a alone when 9.0 is a target
  * (FC_SM90A = 1); otherwise only its host side is compiled and the planning functions say no.
