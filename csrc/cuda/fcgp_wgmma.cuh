@@ -410,15 +410,17 @@ template <class Tout> struct FwdEpi {
     int mode;
 };
 
-__device__ __forceinline__ int ld_acquire(const int *p)
+/* ld.acquire / st.release of a flag at GPU scope: the forward norm's counts and states, and gW's
+ * segment hand-off (fcgp_gw_sched.h). */
+__device__ __forceinline__ int ld_acquire_gpu(const int *p)
 {
     int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
-__device__ __forceinline__ void st_release(int *p, int v)
+__device__ __forceinline__ void st_release_gpu(int *p, int v)
 {
-    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+    asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
 __device__ __forceinline__ long long global_ns()
 {
@@ -686,11 +688,11 @@ __global__ void __launch_bounds__(256, 1)
         int f = kLast;
         if (atomicAdd(count, 1) != colblocks - 1) {
             const long long t0 = global_ns();
-            while (ld_acquire(count) < colblocks && global_ns() - t0 < ep.wait_ns)
+            while (ld_acquire_gpu(count) < colblocks && global_ns() - t0 < ep.wait_ns)
                 __nanosleep(64);
-            f = ld_acquire(count) == colblocks ? kWhole : kGaveUp;
+            f = ld_acquire_gpu(count) == colblocks ? kWhole : kGaveUp;
             if (f == kWhole) /* the last tile need not scale this one */
-                st_release(state + blockIdx.x, kWhole);
+                st_release_gpu(state + blockIdx.x, kWhole);
         }
         __threadfence();
         *flag = f;
@@ -702,7 +704,7 @@ __global__ void __launch_bounds__(256, 1)
         __threadfence();
         __syncthreads();
         if (tid == 0)
-            st_release(state + blockIdx.x, kGaveUp);
+            st_release_gpu(state + blockIdx.x, kGaveUp);
         return;
     }
     constexpr int G = AlgebraTraits<ID>::G;
@@ -730,7 +732,7 @@ __global__ void __launch_bounds__(256, 1)
             continue;
         if (tid == 0) {
             int v;
-            while ((v = ld_acquire(state + cb)) == 0)
+            while ((v = ld_acquire_gpu(state + cb)) == 0)
                 __nanosleep(64);
             *flag = v;
         }

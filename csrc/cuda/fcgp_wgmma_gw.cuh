@@ -172,17 +172,6 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
     }
 }
 
-/* ld.acquire / st.release of a flag at GPU scope: the segments' hand-off (fcgp_gw_sched.h). */
-__device__ __forceinline__ int ld_acquire_gpu(const int *p)
-{
-    int v;
-    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void st_release_gpu(int *p, int v)
-{
-    asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
 
 /* Two adjacent values of the weight gradient in its type, as one store where they are aligned
  * (N_out even). */
