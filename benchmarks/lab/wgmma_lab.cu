@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(256, 1)
         else
             wg_step<ID, MODE, NTV, 1, WRing>(acc, f, w_smem);
     }
-    store_out<C::JW, C::NT>(acc, out, B, No, wgi * C::JW, m0 + 16 * warp + g, n0, t);
+    store_out<float, C::JW, C::NT>(acc, out, B, No, wgi * C::JW, m0 + 16 * warp + g, n0, t);
 }
 
 /* ------------------------------------------------------------------ host side */
@@ -411,7 +411,7 @@ template <int ID, int MODE, int NTV> struct Run {
     {
         cudaLaunchAttribute attr;
         const cudaLaunchConfig_t cfg = tma_config<CN, CM, GATE, NORM, MC>(&attr);
-        const FwdEpi<float> ep{out, NORM ? partial : nullptr, out, nullptr, nullptr, kEpiO};
+        const FwdEpi<float> ep{out, NORM ? partial : nullptr, out, nullptr, nullptr, nullptr, 0, kEpiO};
         CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, float, MC>, xm, ym, wm, gm, ep, pr.B,
                               pr.Ni, pr.No));
         if constexpr (NORM)
