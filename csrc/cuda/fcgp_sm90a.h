@@ -42,8 +42,9 @@ bool aligned(const void *x, const void *y, const void *o);
  *         G) for fcgp.cu's finalize pass;
  *  kOut   out (D, B, N_out) in the data type (out_bytes 4: fp32, 2: bf16), no norm;
  *  kNorm  the whole grade norm: out = o / r_g in the data type and norms (B, G; may be NULL),
- *         with o (may be out when fp32) and partial as scratch: the last tile of each row block
- *         to finish scales the block (no finalize pass; bitwise the finalize pass's result). */
+ *         with o (may be out when fp32) and partial as scratch: each tile waits (bounded,
+ *         norm_wait_ns) for its row block's partials and scales its own output, the block's last
+ *         tile scaling any that gave up (no finalize pass; bitwise the finalize pass's result). */
 struct FwdOut {
     enum Kind { kO, kOut, kNorm };
     float *o, *partial;
