@@ -252,11 +252,8 @@ size_t g_bytes(const fc_args *a, int operand_bytes)
 }
 /* kNorm's flags: a count a row block, then a state a tile, over the grid rounded up to whole
  * clusters (at most 2 x 2) */
-int64_t norm_flags(const fc_args *a)
-{
-    const int64_t rows = cdiv(cdiv(a->B, kRows), 2) * 2, cols = cdiv(colblocks(a), 2) * 2;
-    return rows + rows * cols;
-}
+int64_t norm_rows(const fc_args *a) { return cdiv(cdiv(a->B, kRows), 2) * 2; }
+int64_t norm_flags(const fc_args *a) { return norm_rows(a) * (1 + cdiv(colblocks(a), 2) * 2); }
 
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 {
@@ -420,14 +417,10 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nip = whole_steps(Ni, MODE); /* as wt_bytes sizes it */
     E *wt = (E *)ws, *g = (E *)((char *)ws + wt_bytes(a, MODE, sizeof(E)));
     int *flags = (int *)((char *)g + g_bytes(a, sizeof(E))); /* kNorm: counts, then states */
-    const FwdEpi<Tout> ep{f.o,
-                          f.partial,
-                          (Tout *)f.out,
-                          f.norms,
-                          flags,
-                          flags + cdiv(cdiv(B, kRows), 2) * 2,
-                          norm_wait_ns(),
-                          f.kind == FwdOut::kOut ? kEpiOut : f.kind == FwdOut::kNorm ? kEpiNorm : kEpiO};
+    static_assert((int)FwdOut::kO == kEpiO && (int)FwdOut::kOut == kEpiOut && (int)FwdOut::kNorm == kEpiNorm,
+                  "the host's kinds are the kernel's epilogue modes");
+    const FwdEpi<Tout> ep{f.o,  f.partial,          (Tout *)f.out,  f.norms,
+                          flags, flags + norm_rows(a), norm_wait_ns(), (int)f.kind};
     if (f.kind == FwdOut::kNorm)
         FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)norm_flags(a) * sizeof(int), st));
     prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(No, 32), (unsigned)C::P), 256, 0, st>>>(

@@ -28,7 +28,7 @@ bool planned(const fc_args *a, int mode, int operand_bytes);
 
 /* Workspace bytes of the path: the prepared W^T (P, N_out, N_in padded to whole steps), with
  * the gate the gate product g = Phi(x_0) Phi(y_0) (B, N_in), both in the operand type, and with
- * the norm a counter a row block (FwdOut::kNorm). */
+ * the norm a count a row block and a state a tile (FwdOut::kNorm). */
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes);
 
 /* The column-block count of the partials: N_out over the tile's columns (512 / D). */

@@ -10,7 +10,8 @@
  * fwd_tma_kernel brings the tiles by TMA (tma.cuh), optionally over a cluster with multicast,
  * applies MVGELU as fragments load (GATE: x scaled by the gate product of gate_product) and
  * ends in one of the epilogues of FwdEpi (o with the grade-norm partials; out in the data type;
- * or the whole grade norm, finished by the last tile of each row block). Developed and measured in
+ * or the whole grade norm, each tile scaling its own output once its row block's partial sums
+ * are in). Developed and measured in
  * benchmarks/lab/wgmma_lab.cu (NOTES_FCGP.md); the library launches it from fcgp_sm90a.cu.
  * Needs an sm_90a target (wgmma.cuh, tma.cuh trap elsewhere).
  */
@@ -429,10 +430,10 @@ __device__ __forceinline__ long long global_ns()
     return t;
 }
 
-/* The last tile of a row block (kEpiNorm), after the block's partials are all written: inv
- * (64 rows x D components) = 1 / r of the component's grade, r_g = sqrt(sum over the column
- * blocks in order / N_out + eps), as fwd_finalize forms it (rg: 64 x G scratch; both in shared
- * memory); norms written. */
+/* A tile of kEpiNorm, once its row block's partials are all written: inv (64 rows x D
+ * components) = 1 / r of the component's grade, r_g = sqrt(sum over the column blocks in order /
+ * N_out + eps), as fwd_finalize forms it (rg: 64 x G scratch; both in shared memory); norms
+ * written when given (the block's last tile passes them). */
 template <int ID>
 __device__ void norm_inv(float *inv, float (*rg)[AlgebraTraits<ID>::G], const float *partial, float *norms, int B,
                          int No, int colblocks, int m0, int tid)
@@ -453,11 +454,10 @@ __device__ void norm_inv(float *inv, float (*rg)[AlgebraTraits<ID>::G], const fl
             norms[(size_t)row * G + gg] = rr;
     }
     __syncthreads();
-    for (int i = tid; i < 64 * D; i += 256)
+    for (int r = tid; r < 64; r += 256)
         static_for<D>([&](auto ac) {
             constexpr int a = decltype(ac)::value, ga = A::table.grade[a];
-            if (i % D == a)
-                inv[i] = rg[i / D][ga];
+            inv[r * D + a] = rg[r][ga];
         });
     __syncthreads();
 }
