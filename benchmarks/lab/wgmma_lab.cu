@@ -325,10 +325,10 @@ static CUtensorMap make_map_3d(void *base, CUtensorMapDataType ty, size_t es, ui
 template <int ID, int MODE, int NTV> struct Run {
     using C = Cfg<ID, MODE, NTV>;
     using E = Elem<MODE>;
-    E *x = nullptr, *y = nullptr, *wt = nullptr, *g = nullptr;
+    E *x = nullptr, *y = nullptr, *wt = nullptr, *wst = nullptr, *g = nullptr;
     float *out = nullptr;
     const Problem &pr;
-    CUtensorMap xm, ym, wm, gm; /* the TMA kernel's views of x, y, W^T and the gate product */
+    CUtensorMap xm, ym, gm; /* the TMA kernel's views of x, y and the gate product */
 
     explicit Run(const Problem &p) : pr(p)
     {
@@ -345,6 +345,16 @@ template <int ID, int MODE, int NTV> struct Run {
                         if (k0 + phys_col(MODE, L) < Ni)
                             hw[((size_t)p * No + n) * Nip + k0 + L] =
                                 (E)pr.w[((size_t)p * Ni + k0 + phys_col(MODE, L)) * No + n];
+        /* the TMA kernel's W^T: the same values in stage order (wst_offset), column blocks whole */
+        const int cbs = (No + C::NT - 1) / C::NT, steps = Nip / C::KS;
+        std::vector<E> hs((size_t)P * cbs * C::NT * Nip, (E)0.f);
+        for (int p = 0; p < P; ++p)
+            for (int n = 0; n < No; ++n)
+                for (int k = 0; k < Nip; ++k)
+                    hs[wst_offset<MODE>(P, C::NT, steps, n / C::NT, k / C::KS, p, n % C::NT, k % C::KS)] =
+                        hw[((size_t)p * No + n) * Nip + k];
+        CK(cudaMalloc(&wst, hs.size() * sizeof(E)));
+        CK(cudaMemcpy(wst, hs.data(), hs.size() * sizeof(E), cudaMemcpyHostToDevice));
         CK(cudaMalloc(&x, hx.size() * sizeof(E)));
         CK(cudaMalloc(&y, hy.size() * sizeof(E)));
         CK(cudaMalloc(&wt, hw.size() * sizeof(E)));
@@ -357,16 +367,13 @@ template <int ID, int MODE, int NTV> struct Run {
         constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         xm = make_map_3d(x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
         ym = make_map_3d(y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
-        /* a step's 32 bytes of K a box row, in the swizzle wgmma reads (desc_kmajor_swz<32>);
-         * half the paths a box, so a 2-row cluster multicasts one half each */
-        wm = make_map_3d(wt, ty, sizeof(E), Nip, No, C::P, C::KS, C::NT, C::P / 2, CU_TENSOR_MAP_SWIZZLE_32B);
         /* the gate product Phi(x_0) Phi(y_0) the GATE kernels scale x by (fcgp_wgmma.cuh) */
         CK(cudaMalloc(&g, (size_t)B * Ni * sizeof(E)));
         gate_product<E><<<(B * Ni + 255) / 256, 256>>>(x, y, g, (int64_t)B * Ni);
         CK(cudaGetLastError());
         gm = make_map_3d(g, ty, sizeof(E), Ni, B, 1, C::KS, C::BM, 1);
     }
-    ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(g), cudaFree(out); }
+    ~Run() { cudaFree(x), cudaFree(y), cudaFree(wt), cudaFree(wst), cudaFree(g), cudaFree(out); }
     int nip() const { return (pr.Ni + C::KS - 1) / C::KS * C::KS; }
 
     /* the TMA kernel in a CN x CM cluster (1 x 1: no cluster) */
@@ -412,7 +419,7 @@ template <int ID, int MODE, int NTV> struct Run {
         cudaLaunchAttribute attr;
         const cudaLaunchConfig_t cfg = tma_config<CN, CM, GATE, NORM, MC>(&attr);
         const FwdEpi<float> ep{out, NORM ? partial : nullptr, out, nullptr, nullptr, nullptr, 0, kEpiO};
-        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, float, MC>, xm, ym, wm, gm, ep, pr.B,
+        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, float, MC>, xm, ym, wst, gm, ep, pr.B,
                               pr.Ni, pr.No));
         if constexpr (NORM)
             norm_finalize<ID><<<pr.B, 256>>>(out, norms, partial, pr.B, pr.No, (pr.No + C::NT - 1) / C::NT);

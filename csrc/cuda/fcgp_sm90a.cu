@@ -235,8 +235,8 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
 /* W^T's bytes, rounded up to 256 so that g after it stays aligned for the copy engine */
 size_t wt_bytes(const fc_args *a, int mode, int operand_bytes)
 {
-    const int64_t nip = whole_steps(a->N_in, mode);
-    return up256((size_t)a->alg->P * (size_t)a->N_out * (size_t)nip * (size_t)operand_bytes);
+    const int64_t nip = whole_steps(a->N_in, mode), nop = colblocks(a) * tile_cols(a->alg->D);
+    return up256((size_t)a->alg->P * (size_t)nop * (size_t)nip * (size_t)operand_bytes);
 }
 } // namespace
 
@@ -270,24 +270,25 @@ bool aligned(const void *x, const void *y, const void *o)
 
 #if FC_SM90A
 
-/* W (P, N_in, N_out) -> W^T (P, N_out, Nip): K (padded with zeros to whole steps) fastest and
- * permuted inside each step as the kernel reads x (phys_col), tf32-rounded for the tf32
- * products. 32 x 32 tiles through shared memory, so both sides are read and written along
- * rows (steps of 8 or 16 divide 32, so a step's permutation stays inside its tile). */
+/* W (P, N_in, N_out) -> W^T in stage order (wst_offset, fcgp_wgmma.cuh): K padded with zeros to
+ * whole steps and permuted inside each step as the kernel reads x (phys_col), N_out padded with
+ * zeros to whole column blocks (cbs of NT), tf32-rounded for the tf32 products. 32 x 32 tiles
+ * through shared memory, so W is read along its rows and each warp writes whole 32-byte rows
+ * (steps of 8 or 16 divide 32, so a step's permutation stays inside its tile). */
 template <int MODE>
 __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wt,
-                                                int64_t Ni, int64_t No, int64_t Nip)
+                                                int P, int NT, int64_t Ni, int64_t No, int64_t Nip, int64_t cbs)
 {
     using E = Elem<MODE>;
     constexpr int KS = kSteps(MODE);
     __shared__ E tile[32][33];
-    const int64_t k0 = (int64_t)blockIdx.x * 32, n0 = (int64_t)blockIdx.y * 32, p = blockIdx.z;
-    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    const int64_t k0 = (int64_t)blockIdx.x * 32, n0 = (int64_t)blockIdx.y * 32, steps = Nip / KS;
+    const int p = blockIdx.z, tx = threadIdx.x % 32, ty = threadIdx.x / 32;
     for (int r = ty; r < 32; r += 8) { /* logical K k0 + r, read from its physical column */
         const int64_t k = k0 + r, src = k - k % KS + phys_col(MODE, (int)(k % KS)), n = n0 + tx;
         E v = E(0.f);
         if (src < Ni && n < No) {
-            v = w[(p * Ni + src) * No + n];
+            v = w[((int64_t)p * Ni + src) * No + n];
             if constexpr (MODE == kTF32)
                 v = __uint_as_float(to_tf32(v));
         }
@@ -296,8 +297,8 @@ __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w,
     __syncthreads();
     for (int r = ty; r < 32; r += 8) {
         const int64_t n = n0 + r, k = k0 + tx;
-        if (n < No && k < Nip)
-            wt[(p * No + n) * Nip + k] = tile[tx][r];
+        if (n < cbs * NT && k < Nip)
+            wt[wst_offset<MODE>(P, NT, steps, n / NT, k / KS, p, (int)(n % NT), (int)(k % KS))] = tile[tx][r];
     }
 }
 
@@ -423,8 +424,9 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                           flags, flags + norm_rows(a), norm_wait_ns(), (int)f.kind};
     if (f.kind == FwdOut::kNorm)
         FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)norm_flags(a) * sizeof(int), st));
-    prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(No, 32), (unsigned)C::P), 256, 0, st>>>(
-        (const E *)w, wt, Ni, No, Nip);
+    const int64_t cbs = cdiv(No, C::NT);
+    prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(cbs * C::NT, 32), (unsigned)C::P), 256, 0, st>>>(
+        (const E *)w, wt, C::P, C::NT, Ni, No, Nip, cbs);
     FC_LAUNCH_CHECK(st);
     if (a->gate) { /* component 0 of x and y is their first B x N_in block */
         const int64_t n = B * Ni;
@@ -434,15 +436,12 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     }
 
     constexpr CUtensorMapDataType ty = map_type(MODE);
-    CUtensorMap xm, ym, wm, gm;
+    CUtensorMap xm, ym, gm;
     fc_status s;
-    /* x, y: a step's K x 64 rows x every component; W^T: a step's K x the tile's columns x
-     * half the paths, in the 32-byte swizzle the kernel's wgmma descriptors read; g: a step's
-     * K x 64 rows (without the gate the kernel never reads it: x's map stands in) */
+    /* x, y: a step's K x 64 rows x every component; g: a step's K x 64 rows (without the gate
+     * the kernel never reads it: x's map stands in); W^T needs no map (bulk copies, stage order) */
     if ((s = make_map(&xm, x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
-        (s = make_map(&ym, y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
-        (s = make_map(&wm, wt, ty, sizeof(E), Nip, No, C::P, C::KS, C::NT, C::P / 2, CU_TENSOR_MAP_SWIZZLE_32B)) !=
-            FC_OK)
+        (s = make_map(&ym, y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK)
         return s;
     if (!a->gate)
         gm = xm;
@@ -462,7 +461,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = grid, cfg.blockDim = dim3(C::THREADS), cfg.dynamicSmemBytes = (size_t)smem, cfg.stream = st;
         cfg.attrs = &attr, cfg.numAttrs = 1;
-        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, gm, ep, (int)B, (int)Ni, (int)No));
+        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, (const E *)wt, gm, ep, (int)B, (int)Ni, (int)No));
         return FC_OK;
     };
     auto pick = [&](auto gate) -> fc_status {

@@ -510,6 +510,19 @@ __device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, i
 /* A TMA stage: x, y, every path's W^T tile, and (GATE) the gate product's tile (64 rows x 32
  * bytes, after W^T so every tile keeps the alignment its layout needs); the kernel's dynamic
  * shared memory: the stages, 1024 bytes to align them, and the full / empty mbarriers. */
+/* W^T in stage order, the forward's B operand as its ring stages hold it, so that a stage's
+ * W^T is one contiguous run: for column block cb and step s, the P paths' tiles of NT rows
+ * (columns of the output) x 32 bytes (the step's K, physical column c: phys_col), each row's
+ * 16-byte halves swapped in rows 4-7 of every 8 (the copy engine's 32-byte swizzle, which
+ * desc_kmajor_swz<32> reads). The element offset of (cb, s, p, n, c); written by prep_wt
+ * (fcgp_sm90a.cu), column blocks padded to whole tiles with zeros. */
+template <int MODE>
+__host__ __device__ constexpr int64_t wst_offset(int P, int NT, int64_t steps, int64_t cb, int64_t s, int p, int n, int c)
+{
+    constexpr int KS = MODE == kTF32 ? 8 : 16;
+    return (((cb * steps + s) * P + p) * NT + n) * KS + (c ^ ((n >> 2) & 1) * (KS / 2));
+}
+
 template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_stage_bytes()
 {
     return Cfg<ID, MODE, 0>::STAGE + (GATE ? Cfg<ID, MODE, 0>::BM * 32 : 0);
@@ -521,8 +534,9 @@ template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_sme
 
 /* The same forward with the tiles brought by the copy engine (tma.cuh): x and y one 3-D box
  * each (KS columns, 64 rows, D components: the [component][row][32 bytes] tiles of the ring),
- * W^T two boxes of (KS, NT, P / 2): a step's 32 bytes of K a row, in the copy engine's 32-byte
- * swizzle (one 16-byte box row a K chunk read every sector twice from L2). In a CN x CM cluster
+ * W^T (wst, stage order: wst_offset) two contiguous halves of P / 2 paths by 1-D bulk copies,
+ * already in the 32-byte swizzle wgmma reads (boxes of 32-byte rows filled shared memory at 5.0
+ * TB/s, whole lines at 8.3: NOTES_FCGP.md session 19). In a CN x CM cluster
  * (CN column blocks share rows, CM row blocks share columns) each tile is copied once and
  * multicast: with CN = 2 one CTA brings x and the other y; with CM = 2 one brings the first
  * half of the paths' W^T and the other the second half; every CTA
@@ -543,16 +557,17 @@ constexpr bool RELEASE_CLUSTER = FC_FCGP_CLUSTER_RELEASE_FENCE;
 template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true>
 __global__ void __launch_bounds__(256, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
-                   const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap gmap,
+                   const Elem<MODE> *__restrict__ wst, const __grid_constant__ CUtensorMap gmap,
                    const FwdEpi<Tout> ep, int B, int Ni, int No)
 {
     using C = Cfg<ID, MODE, 0>;
     constexpr int D = C::D, P = C::P, S = C::STAGES, CS = CN * CM;
     constexpr int STG = tma_stage_bytes<ID, MODE, GATE>(), GOFF = 2 * C::XB + C::WB; /* g's tile */
     static_assert(tma_smem_bytes<ID, MODE, GATE>() <= 227 * 1024, "the stages fit");
-    /* W^T: one 32-byte row (a step's K) per (path, column), paths in two boxes of P / 2 */
+    /* W^T: one 32-byte row (a step's K) per (path, column), paths in two halves of P / 2 */
     constexpr int PH = P / 2, WHALF = PH * C::NT * 32;
     static_assert(P % 2 == 0 && (C::NT * 32) % 256 == 0, "W^T halves and swizzle tiles aligned");
+    static_assert(C::XB % 256 == 0, "W^T tiles start on a swizzle pattern's boundary");
     using WT = WLayout<C::NT * 32, 0, 256, true>;
     static_assert(CN <= 2 && CM <= 2, "one CTA a tile half");
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -562,6 +577,10 @@ __global__ void __launch_bounds__(256, 1)
     /* K tails: the copy engine fills columns past N_in with zeros, and W^T's K is padded to a
      * whole step with zeros (see Run), so a partial last step adds nothing spurious */
     const int n0 = blockIdx.x * C::NT, m0 = blockIdx.y * C::BM, steps = (Ni + C::KS - 1) / C::KS;
+    /* tiles past the output (the grid rounded up to whole clusters) read the last column block's
+     * W^T, in bounds, and write nothing */
+    const int cbw = min((int)blockIdx.x, (No + C::NT - 1) / C::NT - 1);
+    const unsigned char *wcb = (const unsigned char *)wst + (size_t)cbw * steps * C::WB;
     const uint32_t rank = CS > 1 ? tma::cluster_rank() : 0;
     const int cx = (int)rank % CN, cy = (int)rank / CN;
     if (cx != (int)blockIdx.x % CN || cy != (int)blockIdx.y % CM)
@@ -599,11 +618,12 @@ __global__ void __launch_bounds__(256, 1)
             else if (cx == 0)
                 tma::load_3d_multicast(buf + GOFF, &gmap, k0, m0, 0, bar, row_mask);
         }
+        const unsigned char *wsrc = wcb + (size_t)s * C::WB;
         if constexpr (CM == 1 || !MC) {
-            tma::load_3d(buf + 2 * C::XB, &wmap, k0, n0, 0, bar);
-            tma::load_3d(buf + 2 * C::XB + WHALF, &wmap, k0, n0, PH, bar);
+            tma::bulk_load(buf + 2 * C::XB, wsrc, WHALF, bar);
+            tma::bulk_load(buf + 2 * C::XB + WHALF, wsrc + WHALF, WHALF, bar);
         } else {
-            tma::load_3d_multicast(buf + 2 * C::XB + cy * WHALF, &wmap, k0, n0, cy * PH, bar, col_mask);
+            tma::bulk_load_multicast(buf + 2 * C::XB + cy * WHALF, wsrc + cy * WHALF, WHALF, bar, col_mask);
         }
     };
     /* Thread 0 also computes, so it must not block on its peers: it issues step `issued` as

@@ -1,7 +1,8 @@
 /* tma.cuh — Hopper (sm_90) bulk tensor copies, mbarriers and thread-block clusters, for the
  * tile pipelines of the FCGP kernels:
  *  - a stage's tiles arrive by cp.async.bulk.tensor (one instruction a tile, issued by one
- *    thread), optionally multicast to several CTAs of a cluster, each completing bytes on the
+ *    thread) or, where the library lays an operand out in stage order, by cp.async.bulk of
+ *    contiguous bytes; optionally multicast to several CTAs of a cluster, each completing bytes on the
  *    same-offset mbarrier of every destination CTA;
  *  - consumers wait on that "full" mbarrier's phase, and release the stage by arriving on the
  *    "empty" mbarriers of the CTAs that write into it (remote arrives through mapa).
@@ -187,6 +188,35 @@ __device__ __forceinline__ void load_3d_multicast(void *dst, const CUtensorMap *
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
                  "[%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_u32(dst)),
                  "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar)), "h"(mask)
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+
+/* Copy `bytes` (a multiple of 16) of contiguous global memory at src (16-byte aligned) into
+ * shared memory at dst (16-byte aligned), completing them on `bar`; with a mask, into the same
+ * offset of every CTA of the mask, as load_3d_multicast. One request stream of whole lines:
+ * boxes whose rows are 32 bytes filled shared memory at 5.0 TB/s on an H100, these at 8.3
+ * (benchmarks/lab/tma_rate.cu, NOTES_FCGP.md session 19). */
+__device__ __forceinline__ void bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
+{
+#if FC_HAVE_TMA
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+__device__ __forceinline__ void bulk_load_multicast(void *dst, const void *src, uint32_t bytes, uint64_t *bar,
+                                                    uint16_t mask)
+{
+#if FC_HAVE_TMA
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, "
+                 "[%3], %4;\n" ::"r"(smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar)), "h"(mask)
                  : "memory");
 #else
     __trap();

@@ -120,6 +120,10 @@ template <int N> __device__ __forceinline__ void fence_operands(uint32_t (&r)[N]
 #define FC_WG_R72 "%72, %73, %74, %75, %76, %77, %78, %79"
 #define FC_WG_R80 "%80, %81, %82, %83, %84, %85, %86, %87"
 #define FC_WG_R88 "%88, %89, %90, %91, %92, %93, %94, %95"
+#define FC_WG_R96 "%96, %97, %98, %99, %100, %101, %102, %103"
+#define FC_WG_R104 "%104, %105, %106, %107, %108, %109, %110, %111"
+#define FC_WG_R112 "%112, %113, %114, %115, %116, %117, %118, %119"
+#define FC_WG_R120 "%120, %121, %122, %123, %124, %125, %126, %127"
 #define FC_WG_C8(d, b) "+f"(d[b]), "+f"(d[b + 1]), "+f"(d[b + 2]), "+f"(d[b + 3]), "+f"(d[b + 4]), "+f"(d[b + 5]), \
     "+f"(d[b + 6]), "+f"(d[b + 7])
 #define FC_WG_D32 "{" FC_WG_R0 ", " FC_WG_R8 "}"
@@ -146,6 +150,13 @@ template <int N> __device__ __forceinline__ void fence_operands(uint32_t (&r)[N]
 #define FC_WG_A192 "{%96, %97, %98, %99}, %100"
 #define FC_WG_S192 "%101"
 #define FC_WG_C192(d) FC_WG_C8(d, 0), FC_WG_C8(d, 8), FC_WG_C8(d, 16), FC_WG_C8(d, 24), FC_WG_C8(d, 32), FC_WG_C8(d, 40), FC_WG_C8(d, 48), FC_WG_C8(d, 56), FC_WG_C8(d, 64), FC_WG_C8(d, 72), FC_WG_C8(d, 80), FC_WG_C8(d, 88)
+
+#define FC_WG_D256 "{" FC_WG_R0 ", " FC_WG_R8 ", " FC_WG_R16 ", " FC_WG_R24 ", " FC_WG_R32 ", " FC_WG_R40 ", " FC_WG_R48 ", " FC_WG_R56 ", " \
+    FC_WG_R64 ", " FC_WG_R72 ", " FC_WG_R80 ", " FC_WG_R88 ", " FC_WG_R96 ", " FC_WG_R104 ", " FC_WG_R112 ", " FC_WG_R120 "}"
+#define FC_WG_A256 "{%128, %129, %130, %131}, %132"
+#define FC_WG_S256 "%133"
+#define FC_WG_C256(d) FC_WG_C128(d), FC_WG_C8(d, 64), FC_WG_C8(d, 72), FC_WG_C8(d, 80), FC_WG_C8(d, 88), FC_WG_C8(d, 96), \
+    FC_WG_C8(d, 104), FC_WG_C8(d, 112), FC_WG_C8(d, 120)
 
 /* d (+)= A * B: MmaRS<MODE, N>::run(d, a, desc_b, scale_d); scale_d = 0 ignores d's old value. */
 template <int MODE, int N> struct MmaRS;
@@ -187,6 +198,8 @@ FC_WG_RS(kBF16, 128, 16, "bf16", ", 0")
 FC_WG_RS(kF16, 32, 16, "f16", ", 0")
 FC_WG_RS(kF16, 64, 16, "f16", ", 0")
 FC_WG_RS(kF16, 128, 16, "f16", ", 0")
+FC_WG_RS(kTF32, 256, 8, "tf32", "")
+FC_WG_RS(kBF16, 256, 16, "bf16", ", 0")
 #undef FC_WG_RS
 
 } // namespace wg

@@ -1,0 +1,301 @@
+/* wgmma_rate.cu — how fast the forward's inner loop runs on the tensor cores when nothing is
+ * copied, for tile shapes the library does not build (NOTES_FCGP.md, session 19).
+ *
+ * The question: the Hopper forward's kernel (fcgp_wgmma.cuh) issues one register-A wgmma
+ * m64 x NT per (component, path) pair, NT = 512 / D (64 at Cl(3,0)), because each warpgroup
+ * holds D / 2 components' accumulators. Its copy-free floor in the session-8 lab was ~200 TF/s
+ * tf32, while torch.bmm of the same products runs at ~280. Would fewer, wider wgmmas (one or two
+ * components a warpgroup, N = 128 or 256, the same 128 accumulators a thread) raise that floor?
+ *
+ * Each block (one an SM) has two warpgroups that, for `steps` steps, load their x, y fragments
+ * from a static shared region (lds, as the kernel does), form the A fragments of their
+ * components' pairs (form_pair) and issue the wgmmas on W tiles in shared memory. No copies and
+ * no block barriers: this is an upper bound on what a kernel of that shape can reach.
+ *   pure<MODE, N, NW>: NW wgmmas on fixed A registers, one commit and wait: the tensor ceiling.
+ *   comp<ID, MODE, N, JW, J0>: warpgroup w takes components J0 + w JW .. + JW - 1 (the library's
+ *   shape is JW = D / 2, N = 512 / D); a wait per component, as wg_step.
+ *   perj<ID, MODE, N, J0>: one component a warpgroup, a step's A formed while the step before
+ *   still runs (two A register sets, wait<1>, as gw_step).
+ * Build and run: benchmarks/lab/run_wgmma_rate.sh (sm_90a).
+ */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "../../csrc/cuda/fcgp_wgmma.cuh"
+#include "lab_check.h"
+
+using namespace fc;
+using namespace fc::fcgp;
+using namespace fc::fcgp::sm90;
+
+constexpr int kBM = 64;
+constexpr int kXY = 2; /* x, y regions (each D x 64 rows x 32 bytes), alternated by step */
+constexpr int kPW = 6; /* W tiles in shared memory; path p reads tile p % kPW */
+
+template <int D, int N> __host__ __device__ constexpr int smem_bytes() { return kXY * 2 * D * kBM * 32 + kPW * N * 32; }
+
+template <int MODE> __device__ __forceinline__ uint32_t small_value(int i)
+{
+    const float v = 0.001f * (float)(i % 13 - 6);
+    if constexpr (MODE == kTF32)
+        return __float_as_uint(v);
+    else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(v, -v);
+        return *(const uint32_t *)&h;
+    }
+}
+
+template <int MODE, int D, int N> __device__ void fill(unsigned char *sm)
+{
+    for (int i = threadIdx.x; i < smem_bytes<D, N>() / 4; i += blockDim.x)
+        ((uint32_t *)sm)[i] = small_value<MODE>(i);
+    __syncthreads();
+}
+
+template <int N, int JW> __device__ void sink_acc(float (&acc)[JW][N / 2], float *sink)
+{
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < JW; ++j) {
+        wg::fence_operands(acc[j]);
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i)
+            s += acc[j][i];
+    }
+    if (s == 12345.f) /* never: keeps the accumulators live */
+        sink[threadIdx.x] = s;
+}
+
+/* the tensor ceiling: NW wgmmas m64 x N on fixed A fragments a step */
+template <int MODE, int N, int NW> __global__ void __launch_bounds__(256, 1) pure(int steps, float *sink)
+{
+    extern __shared__ __align__(1024) unsigned char sm[];
+    fill<MODE, 8, N>(sm);
+    const uint32_t w = smem_u32(sm + kXY * 2 * 8 * kBM * 32);
+    uint32_t a[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+        a[r] = small_value<MODE>(threadIdx.x + r);
+    float acc[1][N / 2];
+    zero(acc);
+    for (int s = 0; s < steps; ++s) {
+        wg::fence();
+#pragma unroll
+        for (int i = 0; i < NW; ++i)
+            wg::MmaRS<MODE, N>::run(acc[0], a, wg::desc_kmajor_swz<32>(w + (i % kPW) * N * 32), 1);
+        wg::commit();
+        wg::wait<0>();
+    }
+    sink_acc<N, 1>(acc, sink);
+}
+
+/* the library's loop shape at any N and components a warpgroup */
+template <int ID, int MODE, int N, int JW, int J0, bool LDS = true>
+__global__ void __launch_bounds__(256, 1) comp(int steps, float *sink)
+{
+    constexpr int D = AlgebraTraits<ID>::D;
+    extern __shared__ __align__(1024) unsigned char sm[];
+    fill<MODE, D, N>(sm);
+    const int wg_ = threadIdx.x / 128, wt = threadIdx.x % 128, lane = wt % 32;
+    const int r0 = (wt / 32) * 16 + lane / 4, t = lane % 4;
+    const uint32_t w = smem_u32(sm + kXY * 2 * D * kBM * 32);
+    float acc[JW][N / 2];
+    zero(acc);
+    Frags<D> f;
+    load_frags<D, kBM>(f, sm, sm + D * kBM * 32, r0, t);
+    for (int s = 0; s < steps; ++s) {
+        const unsigned char *xs = sm + (s % kXY) * 2 * D * kBM * 32, *ys = xs + D * kBM * 32;
+        if (LDS) /* else the first fragments throughout: what the loads cost */
+            load_frags<D, kBM>(f, xs, ys, r0, t);
+        auto run = [&](auto wgc) {
+            constexpr int WG = decltype(wgc)::value;
+            static_for<JW>([&](auto jj) {
+                constexpr int j = J0 + WG * JW + decltype(jj)::value;
+                constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
+                uint32_t a[nq][4];
+                static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(a[decltype(u)::value], f); });
+                wg::fence();
+                static_for<nq>([&](auto u) {
+                    constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
+                    wg::MmaRS<MODE, N>::run(acc[decltype(jj)::value], a[decltype(u)::value],
+                                            wg::desc_kmajor_swz<32>(w + (p % kPW) * N * 32), 1);
+                });
+                wg::commit();
+                wg::wait<0>();
+            });
+        };
+        if (wg_ == 0)
+            run(std::integral_constant<int, 0>{});
+        else
+            run(std::integral_constant<int, 1>{});
+    }
+    sink_acc<N, JW>(acc, sink);
+}
+
+/* one component a warpgroup; step s + 1's A formed while step s's wgmmas run */
+template <int ID, int MODE, int N, int J0> __global__ void __launch_bounds__(256, 1) perj(int steps, float *sink)
+{
+    constexpr int D = AlgebraTraits<ID>::D;
+    extern __shared__ __align__(1024) unsigned char sm[];
+    fill<MODE, D, N>(sm);
+    const int wg_ = threadIdx.x / 128, wt = threadIdx.x % 128, lane = wt % 32;
+    const int r0 = (wt / 32) * 16 + lane / 4, t = lane % 4;
+    const uint32_t w = smem_u32(sm + kXY * 2 * D * kBM * 32);
+    float acc[1][N / 2];
+    zero(acc);
+    auto run = [&](auto wgc) {
+        constexpr int j = J0 + decltype(wgc)::value;
+        constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
+        uint32_t a[2][nq][4];
+        auto form = [&](int s, uint32_t (&aa)[nq][4]) {
+            const unsigned char *xs = sm + (s % kXY) * 2 * D * kBM * 32, *ys = xs + D * kBM * 32;
+            Frags<D> f;
+            load_frags<D, kBM>(f, xs, ys, r0, t);
+            static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(aa[decltype(u)::value], f); });
+        };
+        /* as gw_step: form into one set, issue, and only then wait for the other set's wgmmas */
+        auto step = [&](int s, uint32_t (&aa)[nq][4], uint32_t (&other)[nq][4]) {
+            form(s, aa);
+            wg::fence();
+            static_for<nq>([&](auto u) {
+                constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
+                wg::MmaRS<MODE, N>::run(acc[0], aa[decltype(u)::value], wg::desc_kmajor_swz<32>(w + (p % kPW) * N * 32), 1);
+            });
+            wg::commit();
+            wg::wait<1>();
+            wg::fence_operands(other);
+        };
+        for (int s = 0; s < steps; s += 2) {
+            step(s, a[0], a[1]);
+            step(s + 1, a[1], a[0]);
+        }
+        wg::wait<0>();
+        wg::fence_operands(a[1]);
+    };
+    if (wg_ == 0)
+        run(std::integral_constant<int, 0>{});
+    else
+        run(std::integral_constant<int, 1>{});
+    sink_acc<N, 1>(acc, sink);
+}
+
+struct Timer {
+    cudaEvent_t a, b;
+    Timer()
+    {
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+    }
+    ~Timer() { cudaEventDestroy(a), cudaEventDestroy(b); }
+    template <class F> float ms(F &&launch)
+    {
+        launch(); /* warm-up */
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(a));
+        launch();
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float t;
+        CK(cudaEventElapsedTime(&t, a, b));
+        return t;
+    }
+};
+
+static int g_sms;
+static float *g_sink;
+constexpr int kSteps = 4096;
+
+template <class K> void prep(K kernel, int smem)
+{
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+}
+
+/* flops of warpgroup components j0 .. j0 + n - 1 a step */
+template <int ID, int MODE, int N> double comp_flops(int j0, int n)
+{
+    constexpr int KS = MODE == kTF32 ? 8 : 16;
+    double pairs = 0;
+    for (int j = j0; j < j0 + n; ++j)
+        pairs += Plans<ID>::pair.jbegin[j + 1] - Plans<ID>::pair.jbegin[j];
+    return pairs * 2.0 * kBM * N * KS;
+}
+
+template <int MODE, int N, int NW> void run_pure()
+{
+    constexpr int smem = smem_bytes<8, N>();
+    prep(pure<MODE, N, NW>, smem);
+    Timer tm;
+    const float ms = tm.ms([&] { pure<MODE, N, NW><<<g_sms, 256, smem>>>(kSteps, g_sink); });
+    const double fl = (double)g_sms * kSteps * 2 * NW * 2.0 * kBM * N * (MODE == kTF32 ? 8 : 16);
+    printf("pure  %s N %3d, %d wgmmas a wait: %7.1f TF/s\n", MODE == kTF32 ? "tf32" : "bf16", N, NW, fl / ms / 1e9);
+}
+
+/* the components J0 .. of all launches that together cover 0 .. D - 1 */
+template <int ID, int MODE, int N, int JW, bool LDS = true> void run_comp(const char *name)
+{
+    constexpr int D = AlgebraTraits<ID>::D, L = D / (2 * JW);
+    double fl = 0, ms = 0;
+    static_for<L>([&](auto l) {
+        constexpr int J0 = decltype(l)::value * 2 * JW;
+        constexpr int smem = smem_bytes<D, N>();
+        prep(comp<ID, MODE, N, JW, J0, LDS>, smem);
+        Timer tm;
+        ms += tm.ms([&] { comp<ID, MODE, N, JW, J0, LDS><<<g_sms, 256, smem>>>(kSteps, g_sink); });
+        fl += (double)g_sms * kSteps * comp_flops<ID, MODE, N>(J0, 2 * JW);
+    });
+    printf("comp  %s %s N %3d, %d components a warpgroup%s: %7.1f TF/s\n", name, MODE == kTF32 ? "tf32" : "bf16", N, JW,
+           LDS ? "" : ", fragments loaded once", fl / ms / 1e9);
+}
+
+template <int ID, int MODE, int N> void run_perj(const char *name)
+{
+    constexpr int D = AlgebraTraits<ID>::D;
+    double fl = 0, ms = 0;
+    static_for<D / 2>([&](auto l) {
+        constexpr int J0 = decltype(l)::value * 2;
+        constexpr int smem = smem_bytes<D, N>();
+        prep(perj<ID, MODE, N, J0>, smem);
+        Timer tm;
+        ms += tm.ms([&] { perj<ID, MODE, N, J0><<<g_sms, 256, smem>>>(kSteps, g_sink); });
+        fl += (double)g_sms * kSteps * comp_flops<ID, MODE, N>(J0, 2);
+    });
+    printf("perj  %s %s N %3d, 1 component, A of the next step formed under the wgmmas: %7.1f TF/s\n", name,
+           MODE == kTF32 ? "tf32" : "bf16", N, fl / ms / 1e9);
+}
+
+int main()
+{
+    int dev;
+    cudaDeviceProp prop;
+    CK(cudaGetDevice(&dev));
+    CK(cudaGetDeviceProperties(&prop, dev));
+    g_sms = prop.multiProcessorCount;
+    CK(cudaMalloc(&g_sink, 256 * sizeof(float)));
+    printf("%s, %d SMs; %d steps a block, one block an SM, two warpgroups\n", prop.name, g_sms, kSteps);
+    run_pure<kTF32, 64, 4>();
+    run_pure<kTF32, 64, 16>();
+    run_pure<kTF32, 128, 8>();
+    run_pure<kTF32, 256, 4>();
+    run_pure<kBF16, 64, 16>();
+    run_pure<kBF16, 256, 4>();
+    run_comp<1, kTF32, 64, 4>("Cl(3,0)"); /* the library's shape */
+    run_comp<1, kTF32, 64, 4, false>("Cl(3,0)");
+    run_comp<1, kTF32, 128, 2>("Cl(3,0)");
+    run_comp<1, kTF32, 256, 1>("Cl(3,0)");
+    run_perj<1, kTF32, 256>("Cl(3,0)");
+    run_comp<1, kBF16, 64, 4>("Cl(3,0)");
+    run_comp<1, kBF16, 64, 4, false>("Cl(3,0)");
+    run_comp<1, kBF16, 128, 2>("Cl(3,0)");
+    run_comp<1, kBF16, 256, 1>("Cl(3,0)");
+    run_perj<1, kBF16, 256>("Cl(3,0)");
+    run_comp<0, kTF32, 128, 2>("Cl(2,0)"); /* the library's shape */
+    run_comp<0, kTF32, 128, 2, false>("Cl(2,0)");
+    run_comp<0, kTF32, 256, 1>("Cl(2,0)");
+    run_perj<0, kTF32, 256>("Cl(2,0)");
+    run_comp<0, kBF16, 128, 2>("Cl(2,0)");
+    run_comp<0, kBF16, 256, 1>("Cl(2,0)");
+    run_perj<0, kBF16, 256>("Cl(2,0)");
+    CK(cudaFree(g_sink));
+    return 0;
+}
