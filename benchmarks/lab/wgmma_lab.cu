@@ -328,7 +328,7 @@ template <int ID, int MODE, int NTV> struct Run {
     E *x = nullptr, *y = nullptr, *wt = nullptr, *wst = nullptr, *g = nullptr;
     float *out = nullptr;
     const Problem &pr;
-    CUtensorMap xm, ym, gm; /* the TMA kernel's views of x, y and the gate product */
+    CUtensorMap xm, ym, wm, gm; /* the TMA kernel's views of x, y, W^T and the gate product */
 
     explicit Run(const Problem &p) : pr(p)
     {
@@ -367,6 +367,10 @@ template <int ID, int MODE, int NTV> struct Run {
         constexpr CUtensorMapDataType ty = MODE == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         xm = make_map_3d(x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
         ym = make_map_3d(y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D);
+        /* a step's 32 bytes of K a box row, in the swizzle wgmma reads (desc_kmajor_swz<32>);
+         * half the paths a box, so a 2-row cluster multicasts one half each (the kernel reads
+         * it when given no W^T in stage order) */
+        wm = make_map_3d(wt, ty, sizeof(E), Nip, No, C::P, C::KS, C::NT, C::P / 2, CU_TENSOR_MAP_SWIZZLE_32B);
         /* the gate product Phi(x_0) Phi(y_0) the GATE kernels scale x by (fcgp_wgmma.cuh) */
         CK(cudaMalloc(&g, (size_t)B * Ni * sizeof(E)));
         gate_product<E><<<(B * Ni + 255) / 256, 256>>>(x, y, g, (int64_t)B * Ni);
@@ -419,7 +423,7 @@ template <int ID, int MODE, int NTV> struct Run {
         cudaLaunchAttribute attr;
         const cudaLaunchConfig_t cfg = tma_config<CN, CM, GATE, NORM, MC>(&attr);
         const FwdEpi<float> ep{out, NORM ? partial : nullptr, out, nullptr, nullptr, nullptr, 0, kEpiO};
-        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, float, MC>, xm, ym, wst, gm, ep, pr.B,
+        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, float, MC>, xm, ym, wm, wst, gm, ep, pr.B,
                               pr.Ni, pr.No));
         if constexpr (NORM)
             norm_finalize<ID><<<pr.B, 256>>>(out, norms, partial, pr.B, pr.No, (pr.No + C::NT - 1) / C::NT);

@@ -270,11 +270,12 @@ bool aligned(const void *x, const void *y, const void *o)
 
 #if FC_SM90A
 
-/* W (P, N_in, N_out) -> W^T in stage order (wst_offset, fcgp_wgmma.cuh): K padded with zeros to
- * whole steps and permuted inside each step as the kernel reads x (phys_col), N_out padded with
- * zeros to whole column blocks (cbs of NT), tf32-rounded for the tf32 products. 32 x 32 tiles
- * through shared memory, so W is read along its rows and each warp writes whole 32-byte rows
- * (steps of 8 or 16 divide 32, so a step's permutation stays inside its tile). */
+/* W (P, N_in, N_out) -> W^T (P, N_out, Nip): K (padded with zeros to whole steps) fastest and
+ * permuted inside each step as the kernel reads x (phys_col), tf32-rounded for the tf32
+ * products. 32 x 32 tiles through shared memory, so both sides are read and written along
+ * rows (steps of 8 or 16 divide 32, so a step's permutation stays inside its tile). With cbs > 0,
+ * in stage order instead (wst_offset, fcgp_wgmma.cuh; N_out padded with zeros to cbs column
+ * blocks of NT): each warp writes whole 32-byte rows of a step, 128 contiguous bytes. */
 template <int MODE>
 __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wt,
                                                 int P, int NT, int64_t Ni, int64_t No, int64_t Nip, int64_t cbs)
@@ -282,7 +283,7 @@ __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w,
     using E = Elem<MODE>;
     constexpr int KS = kSteps(MODE);
     __shared__ E tile[32][33];
-    const int64_t k0 = (int64_t)blockIdx.x * 32, n0 = (int64_t)blockIdx.y * 32, steps = Nip / KS;
+    const int64_t k0 = (int64_t)blockIdx.x * 32, n0 = (int64_t)blockIdx.y * 32;
     const int p = blockIdx.z, tx = threadIdx.x % 32, ty = threadIdx.x / 32;
     for (int r = ty; r < 32; r += 8) { /* logical K k0 + r, read from its physical column */
         const int64_t k = k0 + r, src = k - k % KS + phys_col(MODE, (int)(k % KS)), n = n0 + tx;
@@ -295,10 +296,19 @@ __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w,
         tile[r][tx] = v;
     }
     __syncthreads();
-    for (int r = ty; r < 32; r += 8) {
-        const int64_t n = n0 + r, k = k0 + tx;
-        if (n < cbs * NT && k < Nip)
-            wt[wst_offset<MODE>(P, NT, steps, n / NT, k / KS, p, (int)(n % NT), (int)(k % KS))] = tile[tx][r];
+    if (cbs == 0) {
+        for (int r = ty; r < 32; r += 8) {
+            const int64_t n = n0 + r, k = k0 + tx;
+            if (n < No && k < Nip)
+                wt[((int64_t)p * No + n) * Nip + k] = tile[tx][r];
+        }
+        return;
+    }
+    for (int e = threadIdx.x; e < 32 * 32; e += 256) { /* (step of the tile, row n, column c) */
+        const int c = e % KS, n = e / KS % 32, kl = e / (32 * KS) * KS + c;
+        const int64_t gn = n0 + n, k = k0 + kl;
+        if (gn < cbs * NT && k < Nip)
+            wt[wst_offset<MODE>(P, NT, Nip / KS, gn / NT, k / KS, p, (int)(gn % NT), c)] = tile[kl][n];
     }
 }
 
@@ -396,6 +406,16 @@ int fwd_cluster(int D, int mode)
     return c > 0 ? c : D == 8 && mode == kTF32 ? 2 : 3;
 }
 
+std::atomic<int> g_fwd_wbulk{-1}; /* FLASHCLIFFORD_FCGP_FWD_WBULK: 0 boxes, 1 stage order; -1: by the rule */
+
+/* How the forward brings W^T: in stage order by 1-D bulk copies (1), or as boxes of 32-byte rows
+ * from W^T (P, N_out, Nip) (0). FLASHCLIFFORD_FCGP_FWD_WBULK=0 or 1 at start-up fixes it. */
+bool fwd_w_bulk(int D, int mode)
+{
+    (void)D, (void)mode;
+    return env_choice(g_fwd_wbulk, "FLASHCLIFFORD_FCGP_FWD_WBULK", 0, 1, 1) == 1;
+}
+
 std::atomic<int> g_gz_kk{-1}; /* FLASHCLIFFORD_FCGP_GZ_KK: 1, 2 or 4; 0: by the rule */
 
 /* gz's wgmma K chunks (32 bytes of N_out) a ring step: 4, or 2 at Cl(3,0) bf16, where 4 spills
@@ -424,9 +444,10 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                           flags, flags + norm_rows(a), norm_wait_ns(), (int)f.kind};
     if (f.kind == FwdOut::kNorm)
         FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)norm_flags(a) * sizeof(int), st));
-    const int64_t cbs = cdiv(No, C::NT);
-    prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(cbs * C::NT, 32), (unsigned)C::P), 256, 0, st>>>(
-        (const E *)w, wt, C::P, C::NT, Ni, No, Nip, cbs);
+    const bool bulk = fwd_w_bulk(C::D, MODE);
+    const int64_t cbs = bulk ? cdiv(No, C::NT) : 0;
+    prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(bulk ? cbs * C::NT : No, 32), (unsigned)C::P), 256, 0,
+                    st>>>((const E *)w, wt, C::P, C::NT, Ni, No, Nip, cbs);
     FC_LAUNCH_CHECK(st);
     if (a->gate) { /* component 0 of x and y is their first B x N_in block */
         const int64_t n = B * Ni;
@@ -436,12 +457,19 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     }
 
     constexpr CUtensorMapDataType ty = map_type(MODE);
-    CUtensorMap xm, ym, gm;
+    CUtensorMap xm, ym, wm, gm;
     fc_status s;
-    /* x, y: a step's K x 64 rows x every component; g: a step's K x 64 rows (without the gate
-     * the kernel never reads it: x's map stands in); W^T needs no map (bulk copies, stage order) */
+    /* x, y: a step's K x 64 rows x every component; W^T (unless in stage order, by bulk copies):
+     * a step's K x the tile's columns x half the paths, in the 32-byte swizzle the kernel's wgmma
+     * descriptors read; g: a step's K x 64 rows (without the gate the kernel never reads it: x's
+     * map stands in, as for W^T in stage order) */
     if ((s = make_map(&xm, x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
         (s = make_map(&ym, y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK)
+        return s;
+    if (bulk)
+        wm = xm;
+    else if ((s = make_map(&wm, wt, ty, sizeof(E), Nip, No, C::P, C::KS, C::NT, C::P / 2, CU_TENSOR_MAP_SWIZZLE_32B)) !=
+             FC_OK)
         return s;
     if (!a->gate)
         gm = xm;
@@ -461,7 +489,8 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = grid, cfg.blockDim = dim3(C::THREADS), cfg.dynamicSmemBytes = (size_t)smem, cfg.stream = st;
         cfg.attrs = &attr, cfg.numAttrs = 1;
-        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, (const E *)wt, gm, ep, (int)B, (int)Ni, (int)No));
+        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, bulk ? (const E *)wt : (const E *)nullptr, gm, ep,
+                                         (int)B, (int)Ni, (int)No));
         return FC_OK;
     };
     auto pick = [&](auto gate) -> fc_status {

@@ -534,9 +534,9 @@ template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_sme
 
 /* The same forward with the tiles brought by the copy engine (tma.cuh): x and y one 3-D box
  * each (KS columns, 64 rows, D components: the [component][row][32 bytes] tiles of the ring),
- * W^T (wst, stage order: wst_offset) two contiguous halves of P / 2 paths by 1-D bulk copies,
- * already in the 32-byte swizzle wgmma reads (boxes of 32-byte rows filled shared memory at 5.0
- * TB/s, whole lines at 8.3: NOTES_FCGP.md session 19). In a CN x CM cluster
+ * W^T two halves of P / 2 paths, in the copy engine's 32-byte swizzle wgmma reads: with wst
+ * (stage order: wst_offset) two contiguous runs by 1-D bulk copies, else two boxes of (KS, NT,
+ * P / 2) from wmap (W^T (P, N_out, Nip); a step's 32 bytes of K a row). In a CN x CM cluster
  * (CN column blocks share rows, CM row blocks share columns) each tile is copied once and
  * multicast: with CN = 2 one CTA brings x and the other y; with CM = 2 one brings the first
  * half of the paths' W^T and the other the second half; every CTA
@@ -557,7 +557,8 @@ constexpr bool RELEASE_CLUSTER = FC_FCGP_CLUSTER_RELEASE_FENCE;
 template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true>
 __global__ void __launch_bounds__(256, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
-                   const Elem<MODE> *__restrict__ wst, const __grid_constant__ CUtensorMap gmap,
+                   const __grid_constant__ CUtensorMap wmap, const Elem<MODE> *__restrict__ wst,
+                   const __grid_constant__ CUtensorMap gmap,
                    const FwdEpi<Tout> ep, int B, int Ni, int No)
 {
     using C = Cfg<ID, MODE, 0>;
@@ -580,7 +581,7 @@ __global__ void __launch_bounds__(256, 1)
     /* tiles past the output (the grid rounded up to whole clusters) read the last column block's
      * W^T, in bounds, and write nothing */
     const int cbw = min((int)blockIdx.x, (No + C::NT - 1) / C::NT - 1);
-    const unsigned char *wcb = (const unsigned char *)wst + (size_t)cbw * steps * C::WB;
+    const unsigned char *wcb = wst ? (const unsigned char *)wst + (size_t)cbw * steps * C::WB : nullptr;
     const uint32_t rank = CS > 1 ? tma::cluster_rank() : 0;
     const int cx = (int)rank % CN, cy = (int)rank / CN;
     if (cx != (int)blockIdx.x % CN || cy != (int)blockIdx.y % CM)
@@ -618,12 +619,19 @@ __global__ void __launch_bounds__(256, 1)
             else if (cx == 0)
                 tma::load_3d_multicast(buf + GOFF, &gmap, k0, m0, 0, bar, row_mask);
         }
-        const unsigned char *wsrc = wcb + (size_t)s * C::WB;
-        if constexpr (CM == 1 || !MC) {
-            tma::bulk_load(buf + 2 * C::XB, wsrc, WHALF, bar);
-            tma::bulk_load(buf + 2 * C::XB + WHALF, wsrc + WHALF, WHALF, bar);
+        if (wcb) { /* stage order: contiguous halves */
+            const unsigned char *wsrc = wcb + (size_t)s * C::WB;
+            if constexpr (CM == 1 || !MC) {
+                tma::bulk_load(buf + 2 * C::XB, wsrc, WHALF, bar);
+                tma::bulk_load(buf + 2 * C::XB + WHALF, wsrc + WHALF, WHALF, bar);
+            } else {
+                tma::bulk_load_multicast(buf + 2 * C::XB + cy * WHALF, wsrc + cy * WHALF, WHALF, bar, col_mask);
+            }
+        } else if constexpr (CM == 1 || !MC) { /* W^T (P, N_out, Nip): boxes of 32-byte rows */
+            tma::load_3d(buf + 2 * C::XB, &wmap, k0, n0, 0, bar);
+            tma::load_3d(buf + 2 * C::XB + WHALF, &wmap, k0, n0, PH, bar);
         } else {
-            tma::bulk_load_multicast(buf + 2 * C::XB + cy * WHALF, wsrc + cy * WHALF, WHALF, bar, col_mask);
+            tma::load_3d_multicast(buf + 2 * C::XB + cy * WHALF, &wmap, k0, n0, cy * PH, bar, col_mask);
         }
     };
     /* Thread 0 also computes, so it must not block on its peers: it issues step `issued` as
