@@ -125,6 +125,8 @@ int fc_fcgp_sm90_fwd_norm_switch(int on);
  * the block's last tile (us >= 0 sets it; returns it; initially 100 unless
  * FLASHCLIFFORD_FCGP_FWD_NORM_WAIT_US says otherwise). */
 long long fc_fcgp_sm90_fwd_norm_wait(long long us);
+int fc_fcgp_sm90_fwd_wbulk_switch(int on);
+int fc_fcgp_sm90_fwd_cluster(int shape);
 /* The launch shape the CUDA SGP takes for a's algebra, dtype, B and N_in on a->device with
  * aligned inputs (diagnostics and tuning): out = threads a row, rows a block, input stages,
  * mode (0 resident, 1 long with shared weights, 2 long), grid, shared-memory bytes. */

@@ -173,6 +173,25 @@ static PyObject *fcgp_sm90_fwd_norm(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_fwd_norm", fc_fcgp_sm90_fwd_norm_switch);
 }
+static PyObject *fcgp_sm90_fwd_wbulk(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return switch_call(args, "|O:_fcgp_sm90_fwd_wbulk", fc_fcgp_sm90_fwd_wbulk_switch);
+}
+/* _fcgp_sm90_fwd_cluster(shape=-1): set the shape when shape >= 0; returns the setting */
+static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
+{
+    (void)module;
+    int shape = -1;
+    if (!PyArg_ParseTuple(args, "|i:_fcgp_sm90_fwd_cluster", &shape))
+        return NULL;
+    if (shape > 3) {
+        PyErr_Format(PyExc_ValueError, "_fcgp_sm90_fwd_cluster: shape must be 0 (by the rule), 1, 2 or 3, got %d",
+                     shape);
+        return NULL;
+    }
+    return PyLong_FromLong(fc_fcgp_sm90_fwd_cluster(shape));
+}
 /* _fcgp_sm90_fwd_norm_wait(us=-1): set the wait when us >= 0; returns it */
 static PyObject *fcgp_sm90_fwd_norm_wait(PyObject *module, PyObject *args)
 {
@@ -222,6 +241,17 @@ static PyMethodDef module_methods[] = {
      "Whether the Hopper FCGP forward finishes the grade norm in its epilogue (on unless "
      "FLASHCLIFFORD_FCGP_FWD_NORM=0 at start-up; off: a separate finalize pass, bitwise the same result): "
      "None leaves it, True/False sets it; returns its state. Process-wide."},
+    {"_fcgp_sm90_fwd_wbulk", fcgp_sm90_fwd_wbulk, METH_VARARGS,
+     "_fcgp_sm90_fwd_wbulk(on=None)\n--\n\n"
+     "Whether the Hopper FCGP forward brings W^T in stage order by bulk copies (on unless "
+     "FLASHCLIFFORD_FCGP_FWD_WBULK=0 at start-up; off: boxes of W^T, bitwise the same result): None leaves "
+     "it, True/False sets it; returns its state. Process-wide; for tests and measurements."},
+    {"_fcgp_sm90_fwd_cluster", fcgp_sm90_fwd_cluster, METH_VARARGS,
+     "_fcgp_sm90_fwd_cluster(shape=-1)\n--\n\n"
+     "The Hopper FCGP forward's cluster shape: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_CLUSTER at start-up "
+     "otherwise), 1 one CTA, 2 two column tiles sharing x and y, 3 two row tiles sharing W^T; bitwise the "
+     "same result under each. shape >= 0 sets it; returns the setting. Process-wide; for tests and "
+     "measurements."},
     {"_fcgp_sm90_fwd_norm_wait", fcgp_sm90_fwd_norm_wait, METH_VARARGS,
      "_fcgp_sm90_fwd_norm_wait(us=-1)\n--\n\n"
      "How long (microseconds, at most 10000) a tile of the Hopper FCGP forward waits for the rest of its "

@@ -174,6 +174,54 @@ def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
         assert_mode(np64(want[0]), reference.fcgp_np(*args, alg, True), mode, "out", sens)
 
 
+# How the forward brings W^T (_C._fcgp_sm90_fwd_wbulk: in stage order by bulk copies, the default, or
+# as boxes of W^T) and its cluster shape (_C._fcgp_sm90_fwd_cluster: 1 x 1, the default with the bulk
+# copies; 2 x 1 sharing x, y; 1 x 2 sharing W^T) move the same bytes into the same shared-memory image,
+# so every combination must give the default's output and norms bit for bit: with and without the
+# norm, on shapes with column and row tails, an odd column-block count (a tile past N_out under 2 x 1,
+# which reads the last column block's W^T), an odd row-block count (a row tile past B under 1 x 2), one
+# feature, and K not a whole step.
+LAYOUT_SHAPES = [(69, 120, 70), (130, 512, 200), (1, 8, 1), (300, 128, 136), (200, 64, 104)]
+
+
+def _forward_layout(wbulk, cluster, alg, x, y, w, precision, normalize):
+    before = fc._C._fcgp_sm90_fwd_wbulk(), fc._C._fcgp_sm90_fwd_cluster()
+    try:
+        fc._C._fcgp_sm90_fwd_wbulk(wbulk)
+        fc._C._fcgp_sm90_fwd_cluster(cluster)
+        b, n_out = x.shape[1], w.shape[-1]
+        out = torch.full((alg.D, b, n_out), float("nan"), dtype=x.dtype, device="cuda")
+        norms = torch.full((b, alg.G), float("nan"), device="cuda") if normalize else None
+        fc._C.fcgp_forward(x, y, w, alg.id, normalize, PRECISION_CODES[precision], out=out, norms=norms)
+        return out, norms
+    finally:
+        fc._C._fcgp_sm90_fwd_wbulk(before[0])
+        fc._C._fcgp_sm90_fwd_cluster(before[1])
+
+
+@pytest.mark.parametrize("normalize", [True, False], ids=["norm", "plain"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_weight_layouts_and_clusters_agree(sm90_on, alg, mode, normalize):
+    dtype, precision = FCGP_MODES[mode][:2]
+    for b, n_in, n_out in LAYOUT_SHAPES:
+        x, y, w, _ = make_fcgp(alg, (b,), n_in, n_out, dtype, seed_for(f"sm90-layout/{alg.name}/{b}") % 997)
+        want = _forward_layout(True, 1, alg, x, y, w, precision, normalize)
+        assert not torch.isnan(want[0]).any()
+        for wbulk in (True, False):
+            for cluster in (1, 2, 3):
+                got = _forward_layout(wbulk, cluster, alg, x, y, w, precision, normalize)
+                assert torch.equal(got[0], want[0]), (b, n_in, n_out, wbulk, cluster, "out")
+                if normalize:
+                    assert torch.equal(got[1], want[1]), (b, n_in, n_out, wbulk, cluster, "norms")
+        args = [np64(t) for t in (x, y, w)]
+
+        def sens(u, args=args):
+            return input_sensitivity(lambda *a: reference.fcgp_np(*a, alg, normalize), *args, samples=10, u=u)
+
+        assert_mode(np64(want[0]), reference.fcgp_np(*args, alg, normalize), mode, "out", sens)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_unaligned_rows_fall_back(sm90_on, mode):
     # N_in = 36: tf32 rows of 144 bytes (copy engine), bf16 rows of 72 (mma.sync); both correct

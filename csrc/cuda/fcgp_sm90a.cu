@@ -106,6 +106,20 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
 }
 
 namespace {
+std::atomic<int> g_fwd_wbulk{-1}; /* FLASHCLIFFORD_FCGP_FWD_WBULK: 0 boxes, 1 stage order */
+std::atomic<int> g_fwd_cl{-1};    /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 2 (2 x 1), 3 (1 x 2); 0: the rule */
+}
+/* How the forward brings W^T: in stage order by 1-D bulk copies (on, the default), or as boxes of
+ * 32-byte rows from W^T (P, N_out, Nip). Same run, B 4096, N 512 (NOTES_FCGP.md session 19),
+ * kernel at the best cluster shape of each: 561 -> 505 us Cl(3,0) tf32, 204 -> 181 Cl(2,0)
+ * tf32, 329 -> 272 Cl(3,0) bf16, 111 -> 103 Cl(2,0) bf16. FLASHCLIFFORD_FCGP_FWD_WBULK=0 or 1 at
+ * start-up fixes it. */
+bool fwd_w_bulk() { return switch_state(g_fwd_wbulk, "FLASHCLIFFORD_FCGP_FWD_WBULK", 1); }
+void set_fwd_w_bulk(bool on) { g_fwd_wbulk.store(on ? 1 : 0); }
+int fwd_cluster_setting() { return env_choice(g_fwd_cl, "FLASHCLIFFORD_FCGP_FWD_CLUSTER", 1, 3, 0); }
+void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shape : 0); }
+
+namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
 }
 bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }
@@ -276,9 +290,9 @@ bool aligned(const void *x, const void *y, const void *o)
  * rows (steps of 8 or 16 divide 32, so a step's permutation stays inside its tile). With cbs > 0,
  * in stage order instead (wst_offset, fcgp_wgmma.cuh; N_out padded with zeros to cbs column
  * blocks of NT): each warp writes whole 32-byte rows of a step, 128 contiguous bytes. */
-template <int MODE>
-__global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wt,
-                                                int P, int NT, int64_t Ni, int64_t No, int64_t Nip, int64_t cbs)
+template <int MODE, int NT>
+__global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wt, int P,
+                                                int64_t Ni, int64_t No, int64_t Nip, int64_t cbs)
 {
     using E = Elem<MODE>;
     constexpr int KS = kSteps(MODE);
@@ -304,11 +318,13 @@ __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w,
         }
         return;
     }
-    for (int e = threadIdx.x; e < 32 * 32; e += 256) { /* (step of the tile, row n, column c) */
+    /* (step of the tile, row n, column c); 32-bit coordinates (N_out, N_in < 2^31), NT a constant:
+     * 64-bit divisions by a run-time NT made this 1.6x slower than the transpose above */
+    for (int e = threadIdx.x; e < 32 * 32; e += 256) {
         const int c = e % KS, n = e / KS % 32, kl = e / (32 * KS) * KS + c;
-        const int64_t gn = n0 + n, k = k0 + kl;
+        const int gn = (int)n0 + n, k = (int)k0 + kl;
         if (gn < cbs * NT && k < Nip)
-            wt[wst_offset<MODE>(P, NT, Nip / KS, gn / NT, k / KS, p, (int)(gn % NT), c)] = tile[kl][n];
+            wt[wst_offset<MODE>(P, NT, Nip / KS, gn / NT, k / KS, p, gn % NT, c)] = tile[kl][n];
     }
 }
 
@@ -393,27 +409,18 @@ template <class F> fc_status dispatch(const fc_args *a, int mode, const char *wh
     return FC_ERR_VALUE;
 }
 
-std::atomic<int> g_fwd_cl{-1}; /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 2 (2 x 1), 3 (1 x 2); 0: by the rule */
-
-/* The forward's cluster shape: 2 (2 x 1: two column tiles share x, y, each bringing one and
- * multicasting it) for Cl(3,0) tf32, 3 (1 x 2: two row tiles share W^T, half the paths each)
- * otherwise: the faster of the two in each cell of issue 4 (B 4096, N 512, NOTES_FCGP.md
- * session 16: kernel 567 -> 536 us Cl(3,0) tf32, 207 -> 192 Cl(2,0) tf32, 298 -> 269 and 119 ->
- * 100 in bf16, against one CTA); FLASHCLIFFORD_FCGP_FWD_CLUSTER=1, 2 or 3 at start-up fixes it. */
-int fwd_cluster(int D, int mode)
+/* The forward's cluster shape: 1 (one CTA) when W^T comes in stage order: multicast then saved
+ * less than the cluster's lock step cost (same run: 2 x 1 / 1 x 2 / 1 x 1 kernel 527 / 526 / 505
+ * us Cl(3,0) tf32, 283 / 323 / 272 Cl(3,0) bf16, 182 / 186 / 181 and 103 / 105 / 103 Cl(2,0)).
+ * With W^T in boxes: 2 (2 x 1: two column tiles share x, y, each bringing one and multicasting
+ * it) for Cl(3,0) tf32, 3 (1 x 2: two row tiles share W^T, half the paths each) otherwise, the
+ * faster of the two in each cell (session 16: kernel 567 -> 536 us Cl(3,0) tf32, 207 -> 192
+ * Cl(2,0) tf32, 298 -> 269 and 119 -> 100 in bf16, against one CTA).
+ * FLASHCLIFFORD_FCGP_FWD_CLUSTER=1, 2 or 3 at start-up fixes it. */
+int fwd_cluster(int D, int mode, bool bulk)
 {
-    const int c = env_choice(g_fwd_cl, "FLASHCLIFFORD_FCGP_FWD_CLUSTER", 1, 3, 0);
-    return c > 0 ? c : D == 8 && mode == kTF32 ? 2 : 3;
-}
-
-std::atomic<int> g_fwd_wbulk{-1}; /* FLASHCLIFFORD_FCGP_FWD_WBULK: 0 boxes, 1 stage order; -1: by the rule */
-
-/* How the forward brings W^T: in stage order by 1-D bulk copies (1), or as boxes of 32-byte rows
- * from W^T (P, N_out, Nip) (0). FLASHCLIFFORD_FCGP_FWD_WBULK=0 or 1 at start-up fixes it. */
-bool fwd_w_bulk(int D, int mode)
-{
-    (void)D, (void)mode;
-    return env_choice(g_fwd_wbulk, "FLASHCLIFFORD_FCGP_FWD_WBULK", 0, 1, 1) == 1;
+    const int c = fwd_cluster_setting();
+    return c > 0 ? c : bulk ? 1 : D == 8 && mode == kTF32 ? 2 : 3;
 }
 
 std::atomic<int> g_gz_kk{-1}; /* FLASHCLIFFORD_FCGP_GZ_KK: 1, 2 or 4; 0: by the rule */
@@ -444,10 +451,10 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                           flags, flags + norm_rows(a), norm_wait_ns(), (int)f.kind};
     if (f.kind == FwdOut::kNorm)
         FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)norm_flags(a) * sizeof(int), st));
-    const bool bulk = fwd_w_bulk(C::D, MODE);
+    const bool bulk = fwd_w_bulk();
     const int64_t cbs = bulk ? cdiv(No, C::NT) : 0;
-    prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(bulk ? cbs * C::NT : No, 32), (unsigned)C::P), 256, 0,
-                    st>>>((const E *)w, wt, C::P, C::NT, Ni, No, Nip, cbs);
+    prep_wt<MODE, C::NT><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(bulk ? cbs * C::NT : No, 32), (unsigned)C::P),
+                           256, 0, st>>>((const E *)w, wt, C::P, Ni, No, Nip, cbs);
     FC_LAUNCH_CHECK(st);
     if (a->gate) { /* component 0 of x and y is their first B x N_in block */
         const int64_t n = B * Ni;
@@ -478,7 +485,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
 
     /* the cluster: CN column tiles sharing x, y (multicast), CM row tiles sharing W^T; the grid
      * rounded up to whole clusters (tiles past the output read zeros and write nothing) */
-    const int shape = fwd_cluster(C::D, MODE);
+    const int shape = fwd_cluster(C::D, MODE, bulk);
     const unsigned CN = shape == 2 ? 2 : 1, CM = shape == 3 ? 2 : 1;
     const dim3 grid((unsigned)(cdiv(cdiv(No, C::NT), CN) * CN), (unsigned)(cdiv(cdiv(B, C::BM), CM) * CM));
     auto launch = [&](auto kern, int smem) -> fc_status {
@@ -761,6 +768,20 @@ int fc_fcgp_sm90_fwd_norm_switch(int on)
     if (on >= 0)
         fc::fcgp::sm90::set_fused_norm(on != 0);
     return fc::fcgp::sm90::fused_norm();
+}
+
+int fc_fcgp_sm90_fwd_wbulk_switch(int on)
+{
+    if (on >= 0)
+        fc::fcgp::sm90::set_fwd_w_bulk(on != 0);
+    return fc::fcgp::sm90::fwd_w_bulk();
+}
+
+int fc_fcgp_sm90_fwd_cluster(int shape)
+{
+    if (shape >= 0)
+        fc::fcgp::sm90::set_fwd_cluster(shape);
+    return fc::fcgp::sm90::fwd_cluster_setting();
 }
 
 long long fc_fcgp_sm90_fwd_norm_wait(long long us)

@@ -61,6 +61,14 @@ void set_fused_norm(bool on);
 /* ... and a tile's wait there for its row block (fc_fcgp_sm90_fwd_norm_wait) */
 long long norm_wait_ns();
 void set_norm_wait_us(long long us);
+/* How the forward brings W^T (in stage order by bulk copies, or in boxes; fc_fcgp_sm90_fwd_wbulk)
+ * and its cluster shape (0: by the rule, 1: 1 x 1, 2: 2 x 1, 3: 1 x 2; fc_fcgp_sm90_fwd_cluster);
+ * both from the environment at start-up, settable for tests and measurements. Results are bitwise
+ * the same under every setting. */
+bool fwd_w_bulk();
+void set_fwd_w_bulk(bool on);
+int fwd_cluster_setting();
+void set_fwd_cluster(int shape);
 
 /* The forward GEMM into f. x, y (D, B, N_in), w (P, N_in, N_out) in the operand type, MVGELU
  * first when a->gate; ws: workspace_bytes of workspace.
