@@ -2,7 +2,8 @@
  * groups that order it, and the register-A forms the FCGP kernels use: A (64 x K) formed in
  * registers by the 128 threads of a warpgroup, B (K x N) in shared memory, D (64 x N) in
  * fp32 registers. K = 8 (tf32) or 16 (bf16, f16); N = 32, 64 or 128 (the forward), 96, 128 and
- * 192 (tf32, bf16: the input gradient), 48 (tf32, bf16: the weight gradient).
+ * 192 (tf32, bf16: the input gradient), 48 (tf32, bf16: the weight gradient), 256 (tf32, bf16:
+ * benchmarks/lab/wgmma_rate.cu's wider shapes).
  *
  * Register fragments (PTX ISA, "Register Fragments" of wgmma): warp w of the warpgroup
  * holds rows 16w .. 16w + 15; lane = 4 g + t holds
