@@ -1,6 +1,7 @@
-"""The Hopper-only PTX headers (csrc/cuda/wgmma.cuh, tma.cuh) are not in the extension yet:
-only the wgmma lab includes them. Compile that lab for sm_90a here, so CI (no GPU, but nvcc)
-catches a header or lab that no longer assembles. Its results need the H100 (docs/testing.md)."""
+"""The Hopper labs (benchmarks/lab/: the wgmma lab, and the rate labs of NOTES_FCGP.md session 19)
+include the sm_90a PTX headers (csrc/cuda/wgmma.cuh, tma.cuh) and the forward kernel's pieces.
+Compile them for sm_90a here, so CI (no GPU, but nvcc) catches a header or lab that no longer
+assembles, or warns. Their results need the H100 (docs/testing.md)."""
 
 import os
 import shutil
@@ -19,9 +20,10 @@ def nvcc():
 
 
 @pytest.mark.skipif(nvcc() is None, reason="nvcc not found")
-def test_wgmma_lab_compiles_for_sm90a(tmp_path):
+@pytest.mark.parametrize("lab", ["wgmma_lab", "wgmma_rate", "tma_rate"])
+def test_lab_compiles_for_sm90a(tmp_path, lab):
     cmd = [nvcc(), "-std=c++17", "-O1", "-I", str(ROOT / "csrc"), "-gencode=arch=compute_90a,code=sm_90a",
-           "-c", str(ROOT / "benchmarks" / "lab" / "wgmma_lab.cu"), "-o", str(tmp_path / "wgmma_lab.o")]
+           "-c", str(ROOT / "benchmarks" / "lab" / f"{lab}.cu"), "-o", str(tmp_path / f"{lab}.o")]
     run = subprocess.run(cmd, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-4000:]
     assert "warning" not in run.stderr.lower(), run.stderr[-4000:]

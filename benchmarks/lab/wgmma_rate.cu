@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "../../csrc/cuda/fcgp_wgmma.cuh"
 #include "lab_check.h"
@@ -90,6 +91,22 @@ template <int MODE, int N, int NW> __global__ void __launch_bounds__(256, 1) pur
     sink_acc<N, 1>(acc, sink);
 }
 
+/* component j's pairs: form their A fragments into a, fence, issue their wgmmas on acc (path p
+ * reads W tile p % kPW) and commit them, as wg_step does at N = 512 / D */
+template <int ID, int MODE, int N, int j, int nq>
+__device__ __forceinline__ void form_issue(float (&acc)[N / 2], uint32_t (&a)[nq][4], const Frags<AlgebraTraits<ID>::D> &f,
+                                           uint32_t w)
+{
+    constexpr int q0 = Plans<ID>::pair.jbegin[j];
+    static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(a[decltype(u)::value], f); });
+    wg::fence();
+    static_for<nq>([&](auto u) {
+        constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
+        wg::MmaRS<MODE, N>::run(acc, a[decltype(u)::value], wg::desc_kmajor_swz<32>(w + (p % kPW) * N * 32), 1);
+    });
+    wg::commit();
+}
+
 /* the library's loop shape at any N and components a warpgroup */
 template <int ID, int MODE, int N, int JW, int J0, bool LDS = true>
 __global__ void __launch_bounds__(256, 1) comp(int steps, float *sink)
@@ -112,16 +129,9 @@ __global__ void __launch_bounds__(256, 1) comp(int steps, float *sink)
             constexpr int WG = decltype(wgc)::value;
             static_for<JW>([&](auto jj) {
                 constexpr int j = J0 + WG * JW + decltype(jj)::value;
-                constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
+                constexpr int nq = Plans<ID>::pair.jbegin[j + 1] - Plans<ID>::pair.jbegin[j];
                 uint32_t a[nq][4];
-                static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(a[decltype(u)::value], f); });
-                wg::fence();
-                static_for<nq>([&](auto u) {
-                    constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
-                    wg::MmaRS<MODE, N>::run(acc[decltype(jj)::value], a[decltype(u)::value],
-                                            wg::desc_kmajor_swz<32>(w + (p % kPW) * N * 32), 1);
-                });
-                wg::commit();
+                form_issue<ID, MODE, N, j, nq>(acc[decltype(jj)::value], a, f, w);
                 wg::wait<0>();
             });
         };
@@ -146,23 +156,14 @@ template <int ID, int MODE, int N, int J0> __global__ void __launch_bounds__(256
     zero(acc);
     auto run = [&](auto wgc) {
         constexpr int j = J0 + decltype(wgc)::value;
-        constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
+        constexpr int nq = Plans<ID>::pair.jbegin[j + 1] - Plans<ID>::pair.jbegin[j];
         uint32_t a[2][nq][4];
-        auto form = [&](int s, uint32_t (&aa)[nq][4]) {
+        /* as gw_step: form into one set and issue, and only then wait for the other set's wgmmas */
+        auto step = [&](int s, uint32_t (&aa)[nq][4], uint32_t (&other)[nq][4]) {
             const unsigned char *xs = sm + (s % kXY) * 2 * D * kBM * 32, *ys = xs + D * kBM * 32;
             Frags<D> f;
             load_frags<D, kBM>(f, xs, ys, r0, t);
-            static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(aa[decltype(u)::value], f); });
-        };
-        /* as gw_step: form into one set, issue, and only then wait for the other set's wgmmas */
-        auto step = [&](int s, uint32_t (&aa)[nq][4], uint32_t (&other)[nq][4]) {
-            form(s, aa);
-            wg::fence();
-            static_for<nq>([&](auto u) {
-                constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
-                wg::MmaRS<MODE, N>::run(acc[0], aa[decltype(u)::value], wg::desc_kmajor_swz<32>(w + (p % kPW) * N * 32), 1);
-            });
-            wg::commit();
+            form_issue<ID, MODE, N, j, nq>(acc[0], aa, f, w);
             wg::wait<1>();
             wg::fence_operands(other);
         };
@@ -179,6 +180,14 @@ template <int ID, int MODE, int N, int J0> __global__ void __launch_bounds__(256
         run(std::integral_constant<int, 1>{});
     sink_acc<N, 1>(acc, sink);
 }
+
+/* f(integral_constant<int, i>) for i = 0 .. L - 1, on the host (static_for is __host__ __device__,
+ * and nvcc warns when it calls a host lambda) */
+template <class F, int... I> void host_for_impl(F &&f, std::integer_sequence<int, I...>)
+{
+    (f(std::integral_constant<int, I>{}), ...);
+}
+template <int L, class F> void host_for(F &&f) { host_for_impl(f, std::make_integer_sequence<int, L>{}); }
 
 struct Timer {
     cudaEvent_t a, b;
@@ -236,7 +245,7 @@ template <int ID, int MODE, int N, int JW, bool LDS = true> void run_comp(const 
 {
     constexpr int D = AlgebraTraits<ID>::D, L = D / (2 * JW);
     double fl = 0, ms = 0;
-    static_for<L>([&](auto l) {
+    host_for<L>([&](auto l) {
         constexpr int J0 = decltype(l)::value * 2 * JW;
         constexpr int smem = smem_bytes<D, N>();
         prep(comp<ID, MODE, N, JW, J0, LDS>, smem);
@@ -252,7 +261,7 @@ template <int ID, int MODE, int N> void run_perj(const char *name)
 {
     constexpr int D = AlgebraTraits<ID>::D;
     double fl = 0, ms = 0;
-    static_for<D / 2>([&](auto l) {
+    host_for<D / 2>([&](auto l) {
         constexpr int J0 = decltype(l)::value * 2;
         constexpr int smem = smem_bytes<D, N>();
         prep(perj<ID, MODE, N, J0>, smem);
