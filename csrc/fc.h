@@ -125,7 +125,11 @@ int fc_fcgp_sm90_fwd_norm_switch(int on);
  * the block's last tile (us >= 0 sets it; returns it; initially 100 unless
  * FLASHCLIFFORD_FCGP_FWD_NORM_WAIT_US says otherwise). */
 long long fc_fcgp_sm90_fwd_norm_wait(long long us);
+/* How the Hopper FCGP forward brings W^T (the same convention; initially on, in stage order by
+ * bulk copies, unless FLASHCLIFFORD_FCGP_FWD_WBULK == "0"; off: boxes of W^T). */
 int fc_fcgp_sm90_fwd_wbulk_switch(int on);
+/* ... and its cluster shape: shape >= 0 sets it (0 by the rule, 1 one CTA, 2 two column tiles,
+ * 3 two row tiles); returns the setting (initially FLASHCLIFFORD_FCGP_FWD_CLUSTER, else 0). */
 int fc_fcgp_sm90_fwd_cluster(int shape);
 /* The launch shape the CUDA SGP takes for a's algebra, dtype, B and N_in on a->device with
  * aligned inputs (diagnostics and tuning): out = threads a row, rows a block, input stages,

@@ -100,9 +100,10 @@ void set_bwd_enabled(bool on) { g_bwd.store(on ? 1 : 0); }
 bool planned(const fc_args *a, int mode, int operand_bytes)
 {
     /* rows of x a multiple of 16 bytes (the copy engine's stride rule); the kernel's grid
-     * (column blocks in x, row blocks in y) and the transpose's (32 x 32 tiles, N_out in y) */
+     * (column blocks in x, row blocks in y) and the transpose's (32 x 32 tiles, N_out padded to
+     * whole column blocks in y) */
     return enabled() && (a->N_in * operand_bytes) % 16 == 0 && cdiv(a->B, kRows) <= 65534 &&
-           cdiv(a->N_out, 32) <= 65535 && eligible(a, mode, operand_bytes);
+           cdiv(colblocks(a) * tile_cols(a->alg->D), 32) <= 65535 && eligible(a, mode, operand_bytes);
 }
 
 namespace {

@@ -26,7 +26,8 @@ namespace sm90 {
  * operand size in bytes and shape on a->device. Pointer alignment is checked at launch. */
 bool planned(const fc_args *a, int mode, int operand_bytes);
 
-/* Workspace bytes of the path: the prepared W^T (P, N_out, N_in padded to whole steps), with
+/* Workspace bytes of the path: the prepared W^T (P paths, N_out padded to whole column blocks,
+ * N_in padded to whole steps: in stage order, or (P, N_out, Nip) for the boxes; fwd_w_bulk), with
  * the gate the gate product g = Phi(x_0) Phi(y_0) (B, N_in), both in the operand type, and with
  * the norm a count a row block and a state a tile (FwdOut::kNorm). */
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes);

@@ -507,9 +507,6 @@ __device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, i
 }
 
 /* ------------------------------------------------------------------ 2b. TMA and clusters */
-/* A TMA stage: x, y, every path's W^T tile, and (GATE) the gate product's tile (64 rows x 32
- * bytes, after W^T so every tile keeps the alignment its layout needs); the kernel's dynamic
- * shared memory: the stages, 1024 bytes to align them, and the full / empty mbarriers. */
 /* W^T in stage order, the forward's B operand as its ring stages hold it, so that a stage's
  * W^T is one contiguous run: for column block cb and step s, the P paths' tiles of NT rows
  * (columns of the output) x 32 bytes (the step's K, physical column c: phys_col), each row's
@@ -523,6 +520,9 @@ __host__ __device__ constexpr int64_t wst_offset(int P, int NT, int64_t steps, i
     return (((cb * steps + s) * P + p) * NT + n) * KS + (c ^ ((n >> 2) & 1) * (KS / 2));
 }
 
+/* A TMA stage: x, y, every path's W^T tile, and (GATE) the gate product's tile (64 rows x 32
+ * bytes, after W^T so every tile keeps the alignment its layout needs); the kernel's dynamic
+ * shared memory: the stages, 1024 bytes to align them, and the full / empty mbarriers. */
 template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_stage_bytes()
 {
     return Cfg<ID, MODE, 0>::STAGE + (GATE ? Cfg<ID, MODE, 0>::BM * 32 : 0);

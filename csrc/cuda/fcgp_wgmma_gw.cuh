@@ -172,7 +172,6 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
     }
 }
 
-
 /* Two adjacent values of the weight gradient in its type, as one store where they are aligned
  * (N_out even). */
 template <class T> __device__ __forceinline__ void store_two(T *p, float v0, float v1, bool pair, bool two)
