@@ -411,6 +411,10 @@ template <class Tout> struct FwdEpi {
     int mode;
 };
 
+/* A barrier over the forward's two consumer warpgroups (threads 0-255), named barrier 1: the
+ * producer warpgroup, where there is one, never joins it (and has left by the epilogue). */
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
 /* ld.acquire / st.release of a flag at GPU scope: the forward norm's counts and states, and gW's
  * segment hand-off (fcgp_gw_sched.h). */
 __device__ __forceinline__ int ld_acquire_gpu(const int *p)
@@ -453,13 +457,13 @@ __device__ void norm_inv(float *inv, float (*rg)[AlgebraTraits<ID>::G], const fl
         if (norms && row < B)
             norms[(size_t)row * G + gg] = rr;
     }
-    __syncthreads();
+    consumers_sync();
     for (int r = tid; r < 64; r += 256)
         static_for<D>([&](auto ac) {
             constexpr int a = decltype(ac)::value, ga = A::table.grade[a];
             inv[r * D + a] = rg[r][ga];
         });
-    __syncthreads();
+    consumers_sync();
 }
 
 /* ... then out = o inv over columns [c0, c0 + NT) of the row block (a tile that gave up waiting):
@@ -554,8 +558,14 @@ template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_sme
 #endif
 constexpr bool RELEASE_CLUSTER = FC_FCGP_CLUSTER_RELEASE_FENCE;
 
-template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true>
-__global__ void __launch_bounds__(256, 1)
+/* PW: a producer warpgroup (threads 256-383, 24 registers) issues the copies and the two
+ * consumer warpgroups (240 registers) only compute; without it thread 0 issues between its own
+ * steps. The epilogue's barriers span the consumers only (consumers_sync). */
+constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * 168, "the launch's 65536 registers / 384 threads");
+
+template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true, bool PW = false>
+__global__ void __launch_bounds__(PW ? 384 : 256, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, const Elem<MODE> *__restrict__ wst,
                    const __grid_constant__ CUtensorMap gmap,
@@ -634,6 +644,21 @@ __global__ void __launch_bounds__(256, 1)
             tma::load_3d_multicast(buf + 2 * C::XB + cy * WHALF, &wmap, k0, n0, cy * PH, bar, col_mask);
         }
     };
+    if constexpr (PW) {
+        if (wgi == 2) { /* the producer: one thread issues every step once its buffer is free */
+            wg::setmaxnreg_dec<kProducerRegs>();
+            if (tid == 256)
+                for (int s = 0; s < steps; ++s) {
+                    if (s >= S)
+                        tma::mbar_wait(&empty[s % S], ((s - S) / S) & 1);
+                    issue(s);
+                }
+            if constexpr (CS > 1)
+                tma::cluster_sync(); /* as the consumers after their loop */
+            return;
+        }
+        wg::setmaxnreg_inc<kConsumerRegs>();
+    }
     /* Thread 0 also computes, so it must not block on its peers: it issues step `issued` as
      * soon as every consumer of the cluster has released step issued - S (polled at the start
      * of a step and after its products), and blocks only when the step it is about to read
@@ -653,7 +678,7 @@ __global__ void __launch_bounds__(256, 1)
     float acc[C::JW][C::NT / 2];
     zero(acc);
     for (int s = 0; s < steps; ++s) {
-        if (tid == 0)
+        if (!PW && tid == 0)
             pump(s);
         tma::mbar_wait(&full[s % S], (s / S) & 1);
         const unsigned char *buf = smem + (s % S) * STG;
@@ -679,7 +704,7 @@ __global__ void __launch_bounds__(256, 1)
         } else if (tid % 128 < CS) { /* one lane a destination CTA, in parallel */
             tma::mbar_arrive_cluster<RELEASE_CLUSTER>(&empty[s % S], (uint32_t)(tid % 128));
         }
-        if (tid == 0 && s + 1 < steps)
+        if (!PW && tid == 0 && s + 1 < steps)
             pump(s + 1);
     }
     if constexpr (CS > 1)
@@ -695,10 +720,10 @@ __global__ void __launch_bounds__(256, 1)
         return;
     const int colblocks = (No + C::NT - 1) / C::NT;
     float *tx = (float *)smem; /* stage 0: every step consumed, every copy landed */
-    __syncthreads();           /* ... and read by both warpgroups */
+    consumers_sync();           /* ... and read by both warpgroups */
     if (wgi == 1)
         norm_share<ID, C::NT>(acc, tx, tid % 128);
-    __syncthreads();
+    consumers_sync();
     if (wgi == 0)
         norm_rows<ID, 0, C::NT>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
     else
@@ -711,7 +736,7 @@ __global__ void __launch_bounds__(256, 1)
     int *flag = (int *)(smem + STG); /* stage 1 */
     int *const count = ep.arrive + blockIdx.y, *const state = ep.state + (size_t)blockIdx.y * gridDim.x;
     __threadfence();
-    __syncthreads();
+    consumers_sync();
     if (tid == 0) {
         int f = kLast;
         if (atomicAdd(count, 1) != colblocks - 1) {
@@ -725,12 +750,12 @@ __global__ void __launch_bounds__(256, 1)
         __threadfence();
         *flag = f;
     }
-    __syncthreads();
+    consumers_sync();
     const int f = *flag;
     if (f == kGaveUp) { /* o for the last tile to scale */
         store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
         __threadfence();
-        __syncthreads();
+        consumers_sync();
         if (tid == 0)
             st_release_gpu(state + blockIdx.x, kGaveUp);
         return;
@@ -764,9 +789,9 @@ __global__ void __launch_bounds__(256, 1)
                 __nanosleep(64);
             *flag = v;
         }
-        __syncthreads();
+        consumers_sync();
         const int sv = *flag;
-        __syncthreads(); /* flag read by all before thread 0 rewrites it */
+        consumers_sync(); /* flag read by all before thread 0 rewrites it */
         if (sv != kGaveUp)
             continue;
         if (No % 4 == 0)

@@ -80,6 +80,26 @@ template <int N> __device__ __forceinline__ void wait()
     __trap();
 #endif
 }
+/* Register reallocation between the warpgroups of a warp-specialized block (every warp of
+ * the warpgroup executes it): a producer gives registers back (dec), consumers take them
+ * (inc); N a multiple of 8 in [24, 256]. The kernel needs __launch_bounds__ with a minimum of
+ * blocks, else ptxas ignores it (C7508), and the counts must add up to what the launch holds. */
+template <int N> __device__ __forceinline__ void setmaxnreg_dec()
+{
+#if FC_HAVE_WGMMA
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#else
+    __trap();
+#endif
+}
+template <int N> __device__ __forceinline__ void setmaxnreg_inc()
+{
+#if FC_HAVE_WGMMA
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#else
+    __trap();
+#endif
+}
 /* Shared memory written by ordinary stores or cp.async and read next by wgmma (the async
  * proxy) needs this in each writing thread before the barrier. */
 __device__ __forceinline__ void fence_proxy_async()
