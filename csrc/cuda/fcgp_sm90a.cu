@@ -1,8 +1,10 @@
-/* fcgp_sm90a.cu — the Hopper FCGP kernels behind fcgp_sm90a.h. Forward: W^T prepared in the
- * workspace by a tiled transpose, with the gate the gate product g by gate_product, three or
- * four tensor maps a call, and fwd_tma_kernel of fcgp_wgmma.cuh in clusters of two CTAs that
- * share a tile by multicast (fwd_cluster; benchmarks/NOTES_FCGP.md), the grade norm finished in its
- * epilogue (FwdOut::kNorm: a count and a state a tile in the workspace, zeroed a call). Backward: per batch chunk, go^T
+/* fcgp_sm90a.cu — the Hopper FCGP kernels behind fcgp_sm90a.h. Forward: one preparation launch
+ * (fwd_prep: W^T in the workspace in stage order, with the gate the gate product g, the norm's
+ * flags zeroed; under FLASHCLIFFORD_FCGP_FWD_WBULK=0 W^T for boxes by a tiled transpose and g by
+ * gate_product), three or four tensor maps a call, and fwd_tma_kernel of fcgp_wgmma.cuh, one CTA
+ * with a producer warpgroup by default or clusters of two that share a tile by multicast
+ * (fwd_cluster; benchmarks/NOTES_FCGP.md), the grade norm finished in its epilogue
+ * (FwdOut::kNorm: a count and a state a tile in the workspace, zeroed a call). Backward: per batch chunk, go^T
  * (go_transpose), xg^T and yg^T (gelu_transpose), the weight gradient (fcgp_wgmma_gw.cuh) and the input
  * gradients (fcgp_wgmma_gz.cuh). setup.py builds this unit for sm_90a alone when 9.0 is a target
  * (FC_SM90A = 1); otherwise only its host side is compiled and the planning functions say no.
@@ -42,6 +44,7 @@ __host__ __device__ constexpr int kSteps(int mode) { return mode == kTF32 ? 8 : 
 constexpr int kRows = 64;                                            /* rows a tile */
 constexpr int kBlockRows = 16; /* the backward's batch blocks: kBatchBlock of fcgp_wgmma.cuh */
 inline int64_t whole_steps(int64_t n, int mode) { return cdiv(n, kSteps(mode)) * kSteps(mode); } /* K padded */
+constexpr int kPrepSteps = 8; /* steps of W^T a block of fwd_prep (wst_block) */
 /* the tiles' N_out columns, Cfg::NT and GwCfg::NT (checked against them below, where the
  * device headers are compiled) */
 constexpr int tile_cols(int D) { return 512 / D; }
@@ -100,10 +103,10 @@ void set_bwd_enabled(bool on) { g_bwd.store(on ? 1 : 0); }
 bool planned(const fc_args *a, int mode, int operand_bytes)
 {
     /* rows of x a multiple of 16 bytes (the copy engine's stride rule); the kernel's grid
-     * (column blocks in x, row blocks in y) and the transpose's (32 x 32 tiles, N_out padded to
-     * whole column blocks in y) */
+     * (column blocks in x, row blocks in y) and the W^T preparations' (in y, 32 x 32 tiles of
+     * N_out for the boxes; the stage order's blocks with g's, at most 2048, in x) */
     return enabled() && (a->N_in * operand_bytes) % 16 == 0 && cdiv(a->B, kRows) <= 65534 &&
-           cdiv(colblocks(a) * tile_cols(a->alg->D), 32) <= 65535 && eligible(a, mode, operand_bytes);
+           cdiv(a->N_out, 32) <= 65535 && wst_blocks(a, mode) + 2048 <= INT32_MAX && eligible(a, mode, operand_bytes);
 }
 
 namespace {
@@ -282,6 +285,10 @@ size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 }
 
 int64_t colblocks(const fc_args *a) { return cdiv(a->N_out, tile_cols(a->alg->D)); }
+int64_t wst_blocks(const fc_args *a, int mode)
+{
+    return colblocks(a) * cdiv(cdiv(a->N_in, kSteps(mode)), kPrepSteps) * a->alg->P;
+}
 
 bool aligned(const void *x, const void *y, const void *o)
 {
@@ -290,15 +297,14 @@ bool aligned(const void *x, const void *y, const void *o)
 
 #if FC_SM90A
 
-/* W (P, N_in, N_out) -> W^T (P, N_out, Nip): K (padded with zeros to whole steps) fastest and
- * permuted inside each step as the kernel reads x (phys_col), tf32-rounded for the tf32
- * products. 32 x 32 tiles through shared memory, so both sides are read and written along
- * rows (steps of 8 or 16 divide 32, so a step's permutation stays inside its tile). With cbs > 0,
- * in stage order instead (wst_offset, fcgp_wgmma.cuh; N_out padded with zeros to cbs column
- * blocks of NT): each warp writes whole 32-byte rows of a step, 128 contiguous bytes. */
-template <int MODE, int NT>
-__global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wt, int P,
-                                                int64_t Ni, int64_t No, int64_t Nip, int64_t cbs)
+/* W (P, N_in, N_out) -> W^T (P, N_out, Nip) for the forward's boxes: K (padded with zeros to
+ * whole steps) fastest and permuted inside each step as the kernel reads x (phys_col),
+ * tf32-rounded for the tf32 products. 32 x 32 tiles through shared memory, so both sides are
+ * read and written along rows (steps of 8 or 16 divide 32, so a step's permutation stays inside
+ * its tile). */
+template <int MODE>
+__global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wt,
+                                                int64_t Ni, int64_t No, int64_t Nip)
 {
     using E = Elem<MODE>;
     constexpr int KS = kSteps(MODE);
@@ -316,21 +322,72 @@ __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w,
         tile[r][tx] = v;
     }
     __syncthreads();
-    if (cbs == 0) {
-        for (int r = ty; r < 32; r += 8) {
-            const int64_t n = n0 + r, k = k0 + tx;
-            if (n < No && k < Nip)
-                wt[((int64_t)p * No + n) * Nip + k] = tile[tx][r];
-        }
-        return;
+    for (int r = ty; r < 32; r += 8) {
+        const int64_t n = n0 + r, k = k0 + tx;
+        if (n < No && k < Nip)
+            wt[((int64_t)p * No + n) * Nip + k] = tile[tx][r];
     }
-    /* (step of the tile, row n, column c); 32-bit coordinates (N_out, N_in < 2^31), NT a constant:
-     * 64-bit divisions by a run-time NT made this 1.6x slower than the transpose above */
-    for (int e = threadIdx.x; e < 32 * 32; e += 256) {
-        const int c = e % KS, n = e / KS % 32, kl = e / (32 * KS) * KS + c;
-        const int gn = (int)n0 + n, k = (int)k0 + kl;
-        if (gn < cbs * NT && k < Nip)
-            wt[wst_offset<MODE>(P, NT, Nip / KS, gn / NT, k / KS, p, gn % NT, c)] = tile[kl][n];
+}
+
+/* W (P, N_in, N_out) -> W^T in stage order (wst_offset, fcgp_wgmma.cuh: stage column c of step s
+ * holds W row s KS + phys_col(c); N_in padded with zeros to whole steps, N_out to whole column
+ * blocks), tf32-rounded for the tf32 products. One block takes kPrepSteps steps (sg) of one
+ * column block (cb) and path (p): that (kPrepSteps KS) x NT block of W[p] read along its rows
+ * into shared memory, then written as the stages hold it, each step's NT x 32 bytes one
+ * contiguous run in 16-byte pieces (half a row: the swizzle's unit). Session 19's 32 x 32
+ * transpose with 4-byte stores took 30 us for Cl(3,0) W^T, twice its traffic's time. */
+template <int MODE, int NT>
+__device__ __forceinline__ void wst_block(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wst, int P,
+                                          int Ni, int No, int steps, int cb, int sg, int p)
+{
+    using E = Elem<MODE>;
+    constexpr int KS = kSteps(MODE), HALF = KS / 2, ROWS = kPrepSteps * KS;
+    static_assert(HALF * sizeof(E) == 16, "a half row is 16 bytes");
+    __shared__ E tile[ROWS][NT + 1];
+    const int s0 = sg * kPrepSteps, n0 = cb * NT;
+    for (int e = threadIdx.x; e < ROWS * NT; e += 256) {
+        const int r = e / NT, n = e % NT, s = s0 + r / KS, k = s * KS + phys_col(MODE, r % KS);
+        E v = E(0.f);
+        if (k < Ni && n0 + n < No) {
+            v = w[((int64_t)p * Ni + k) * No + n0 + n];
+            if constexpr (MODE == kTF32)
+                v = __uint_as_float(to_tf32(v));
+        }
+        tile[r][n] = v;
+    }
+    __syncthreads();
+    for (int q = threadIdx.x; q < kPrepSteps * NT * 2; q += 256) { /* (step, row n, stored half h) */
+        const int sl = q / (2 * NT), n = q / 2 % NT, h = q % 2, s = s0 + sl;
+        if (s >= steps)
+            break; /* q grows with the step */
+        const int c0 = (h ^ ((n >> 2) & 1)) * HALF; /* the physical columns the swizzle stores there */
+        alignas(16) E e[HALF];
+#pragma unroll
+        for (int i = 0; i < HALF; ++i)
+            e[i] = tile[sl * KS + c0 + i][n];
+        *(uint4 *)(wst + wst_offset<MODE>(P, NT, steps, cb, s, p, n, 0) + h * HALF) = *(const uint4 *)e;
+    }
+}
+
+/* The forward's preparations in one launch (two kernel boundaries fewer than a kernel each):
+ * blocks [0, wblocks) W^T in stage order (wst_block; wblocks = column blocks x step groups x P),
+ * the rest the gate product g when gate (MVGELU: gate_pieces, n = B N_in values), and block 0
+ * also zeroes the norm's nflags counts and states (flags). */
+template <int MODE, int NT>
+__global__ void __launch_bounds__(256) fwd_prep(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wst,
+                                                 int P, int Ni, int No, int steps, int64_t wblocks,
+                                                 const Elem<MODE> *__restrict__ x0, const Elem<MODE> *__restrict__ y0,
+                                                 Elem<MODE> *__restrict__ g, int64_t n, int *flags, int nflags)
+{
+    const int64_t b = blockIdx.x;
+    if (b == 0)
+        for (int i = threadIdx.x; i < nflags; i += 256)
+            flags[i] = 0;
+    if (b < wblocks) {
+        const int sgs = (steps + kPrepSteps - 1) / kPrepSteps;
+        wst_block<MODE, NT>(w, wst, P, Ni, No, steps, (int)(b / P / sgs), (int)(b / P % sgs), (int)(b % P));
+    } else if (g) {
+        gate_pieces(x0, y0, g, n, b - wblocks, gridDim.x - wblocks);
     }
 }
 
@@ -455,18 +512,24 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                   "the host's kinds are the kernel's epilogue modes");
     const FwdEpi<Tout> ep{f.o,  f.partial,          (Tout *)f.out,  f.norms,
                           flags, flags + norm_rows(a), norm_wait_ns(), (int)f.kind};
-    if (f.kind == FwdOut::kNorm)
-        FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)norm_flags(a) * sizeof(int), st));
-    const bool bulk = fwd_w_bulk();
-    const int64_t cbs = bulk ? cdiv(No, C::NT) : 0;
-    prep_wt<MODE, C::NT><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(bulk ? cbs * C::NT : No, 32), (unsigned)C::P),
-                           256, 0, st>>>((const E *)w, wt, C::P, Ni, No, Nip, cbs);
-    FC_LAUNCH_CHECK(st);
-    if (a->gate) { /* component 0 of x and y is their first B x N_in block */
-        const int64_t n = B * Ni;
-        gate_product<E><<<(unsigned)std::min<int64_t>(cdiv(n, 256), 4096), 256, 0, st>>>((const E *)x, (const E *)y,
-                                                                                           g, n);
+    const bool bulk = fwd_w_bulk(), norm = f.kind == FwdOut::kNorm;
+    const int64_t n = B * Ni, gblocks = std::min<int64_t>(cdiv(n, 256 * (16 / (int64_t)sizeof(E))), 2048);
+    if (bulk) { /* W^T in stage order, g and the zeroed flags in one launch */
+        const int64_t wblocks = wst_blocks(a, MODE);
+        fwd_prep<MODE, C::NT><<<(unsigned)std::max<int64_t>(wblocks + (a->gate ? gblocks : 0), 1), 256, 0, st>>>(
+            (const E *)w, wt, C::P, (int)Ni, (int)No, (int)(Nip / C::KS), wblocks, (const E *)x, (const E *)y,
+            a->gate ? g : nullptr, n, norm ? flags : nullptr, norm ? (int)norm_flags(a) : 0);
         FC_LAUNCH_CHECK(st);
+    } else {
+        if (norm)
+            FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)norm_flags(a) * sizeof(int), st));
+        prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(No, 32), (unsigned)C::P), 256, 0, st>>>(
+            (const E *)w, wt, Ni, No, Nip);
+        FC_LAUNCH_CHECK(st);
+        if (a->gate) { /* component 0 of x and y is their first B x N_in block */
+            gate_product<E><<<(unsigned)gblocks, 256, 0, st>>>((const E *)x, (const E *)y, g, n);
+            FC_LAUNCH_CHECK(st);
+        }
     }
 
     constexpr CUtensorMapDataType ty = map_type(MODE);

@@ -218,12 +218,32 @@ __device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs,
  * the TMA kernel brings its tile beside x and y, and scale_frags multiplies x's fragments by
  * it (y stays raw): no erf and half the multiplies in the kernel, and no 2 x (column blocks)
  * recomputation of the gates. */
+/* g over the 16-byte piece at element i (x's rows, hence n, are whole pieces: the copy engine's
+ * stride rule) */
+template <class E> __device__ __forceinline__ void gate_piece(const E *x0, const E *y0, E *g, int64_t i)
+{
+    constexpr int V = 16 / sizeof(E);
+    const uint4 xv = __ldg((const uint4 *)(x0 + i)), yv = __ldg((const uint4 *)(y0 + i));
+    const E *xe = (const E *)&xv, *ye = (const E *)&yv;
+    alignas(16) E ge[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+        ge[v] = store<E>(gelu_gate(load<E>(xe[v])) * gelu_gate(load<E>(ye[v])));
+    *(uint4 *)(g + i) = *(const uint4 *)ge;
+}
+/* ... over all n (component 0 of x and y: their first B x N_in block), block b of `blocks` */
+template <class E> __device__ __forceinline__ void gate_pieces(const E *x0, const E *y0, E *g, int64_t n, int64_t b,
+                                                               int64_t blocks)
+{
+    constexpr int V = 16 / sizeof(E);
+    for (int64_t i = (b * 256 + threadIdx.x) * V; i < n; i += blocks * 256 * V)
+        gate_piece(x0, y0, g, i);
+}
 template <class E>
 __global__ void __launch_bounds__(256) gate_product(const E *__restrict__ x0, const E *__restrict__ y0,
                                                     E *__restrict__ g, int64_t n)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        g[i] = store<E>(gelu_gate(load<E>(x0[i])) * gelu_gate(load<E>(y0[i])));
+    gate_pieces(x0, y0, g, n, blockIdx.x, gridDim.x);
 }
 
 /* x's fragments times this thread's g fragments (g[h]: the same positions as v[c][h]); bf16 as
@@ -515,7 +535,7 @@ __device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, i
  * W^T is one contiguous run: for column block cb and step s, the P paths' tiles of NT rows
  * (columns of the output) x 32 bytes (the step's K, physical column c: phys_col), each row's
  * 16-byte halves swapped in rows 4-7 of every 8 (the copy engine's 32-byte swizzle, which
- * desc_kmajor_swz<32> reads). The element offset of (cb, s, p, n, c); written by prep_wt
+ * desc_kmajor_swz<32> reads). The element offset of (cb, s, p, n, c); written by prep_wst
  * (fcgp_sm90a.cu), column blocks padded to whole tiles with zeros. */
 template <int MODE>
 __host__ __device__ constexpr int64_t wst_offset(int P, int NT, int64_t steps, int64_t cb, int64_t s, int p, int n, int c)
