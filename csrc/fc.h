@@ -128,9 +128,6 @@ long long fc_fcgp_sm90_fwd_norm_wait(long long us);
 /* How the Hopper FCGP forward brings W^T (the same convention; initially on, in stage order by
  * bulk copies, unless FLASHCLIFFORD_FCGP_FWD_WBULK == "0"; off: boxes of W^T). */
 int fc_fcgp_sm90_fwd_wbulk_switch(int on);
-/* ... who issues its copies (the same convention; initially on, a producer warpgroup of their
- * own, unless FLASHCLIFFORD_FCGP_FWD_PRODUCER == "0"; off: thread 0 between its steps). */
-int fc_fcgp_sm90_fwd_producer_switch(int on);
 /* ... and its cluster shape: shape >= 0 sets it (0 by the rule, 1 one CTA, 2 two column tiles,
  * 3 two row tiles); returns the setting (initially FLASHCLIFFORD_FCGP_FWD_CLUSTER, else 0). */
 int fc_fcgp_sm90_fwd_cluster(int shape);

@@ -178,11 +178,6 @@ static PyObject *fcgp_sm90_fwd_wbulk(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_fwd_wbulk", fc_fcgp_sm90_fwd_wbulk_switch);
 }
-static PyObject *fcgp_sm90_fwd_producer(PyObject *module, PyObject *args)
-{
-    (void)module;
-    return switch_call(args, "|O:_fcgp_sm90_fwd_producer", fc_fcgp_sm90_fwd_producer_switch);
-}
 /* _fcgp_sm90_fwd_cluster(shape=-1): set the shape when shape >= 0; returns the setting */
 static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
 {
@@ -251,12 +246,6 @@ static PyMethodDef module_methods[] = {
      "Whether the Hopper FCGP forward brings W^T in stage order by bulk copies (on unless "
      "FLASHCLIFFORD_FCGP_FWD_WBULK=0 at start-up; off: boxes of W^T, bitwise the same result): None leaves "
      "it, True/False sets it; returns its state. Process-wide; for tests and measurements."},
-    {"_fcgp_sm90_fwd_producer", fcgp_sm90_fwd_producer, METH_VARARGS,
-     "_fcgp_sm90_fwd_producer(on=None)\n--\n\n"
-     "Whether a producer warpgroup of its own issues the Hopper FCGP forward's copies (on unless "
-     "FLASHCLIFFORD_FCGP_FWD_PRODUCER=0 at start-up; off: thread 0 between its own steps, bitwise the same "
-     "result): None leaves it, True/False sets it; returns its state. Process-wide; for tests and "
-     "measurements."},
     {"_fcgp_sm90_fwd_cluster", fcgp_sm90_fwd_cluster, METH_VARARGS,
      "_fcgp_sm90_fwd_cluster(shape=-1)\n--\n\n"
      "The Hopper FCGP forward's cluster shape: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_CLUSTER at start-up "

@@ -16,8 +16,6 @@ engine reads rows of a multiple of 16 bytes; other N_in keep the mma.sync forwar
 too); B and N_out have tails.
 """
 
-import itertools
-
 import pytest
 from conftest import input_sensitivity, seed_for
 
@@ -177,9 +175,8 @@ def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
 
 
 # How the forward brings W^T (_C._fcgp_sm90_fwd_wbulk: in stage order by bulk copies, the default, or
-# as boxes of W^T), its cluster shape (_C._fcgp_sm90_fwd_cluster: 1 x 1, the default with the bulk
-# copies; 2 x 1 sharing x, y; 1 x 2 sharing W^T) and who issues the copies (_C._fcgp_sm90_fwd_producer:
-# a producer warpgroup, the default, or thread 0) move the same bytes into the same shared-memory image,
+# as boxes of W^T) and its cluster shape (_C._fcgp_sm90_fwd_cluster: 1 x 1, the default with the bulk
+# copies; 2 x 1 sharing x, y; 1 x 2 sharing W^T) move the same bytes into the same shared-memory image,
 # so every combination must give the default's output and norms bit for bit: with and without the
 # norm, on shapes with column and row tails, an odd column-block count (a tile past N_out under 2 x 1,
 # which reads the last column block's W^T), an odd row-block count (a row tile past B under 1 x 2), one
@@ -187,12 +184,11 @@ def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
 LAYOUT_SHAPES = [(69, 120, 70), (130, 512, 200), (1, 8, 1), (300, 128, 136), (200, 64, 104)]
 
 
-def _forward_layout(wbulk, cluster, producer, alg, x, y, w, precision, normalize):
-    before = fc._C._fcgp_sm90_fwd_wbulk(), fc._C._fcgp_sm90_fwd_cluster(), fc._C._fcgp_sm90_fwd_producer()
+def _forward_layout(wbulk, cluster, alg, x, y, w, precision, normalize):
+    before = fc._C._fcgp_sm90_fwd_wbulk(), fc._C._fcgp_sm90_fwd_cluster()
     try:
         fc._C._fcgp_sm90_fwd_wbulk(wbulk)
         fc._C._fcgp_sm90_fwd_cluster(cluster)
-        fc._C._fcgp_sm90_fwd_producer(producer)
         b, n_out = x.shape[1], w.shape[-1]
         out = torch.full((alg.D, b, n_out), float("nan"), dtype=x.dtype, device="cuda")
         norms = torch.full((b, alg.G), float("nan"), device="cuda") if normalize else None
@@ -201,7 +197,6 @@ def _forward_layout(wbulk, cluster, producer, alg, x, y, w, precision, normalize
     finally:
         fc._C._fcgp_sm90_fwd_wbulk(before[0])
         fc._C._fcgp_sm90_fwd_cluster(before[1])
-        fc._C._fcgp_sm90_fwd_producer(before[2])
 
 
 @pytest.mark.parametrize("normalize", [True, False], ids=["norm", "plain"])
@@ -211,14 +206,14 @@ def test_weight_layouts_and_clusters_agree(sm90_on, alg, mode, normalize):
     dtype, precision = FCGP_MODES[mode][:2]
     for b, n_in, n_out in LAYOUT_SHAPES:
         x, y, w, _ = make_fcgp(alg, (b,), n_in, n_out, dtype, seed_for(f"sm90-layout/{alg.name}/{b}") % 997)
-        want = _forward_layout(True, 1, True, alg, x, y, w, precision, normalize)
+        want = _forward_layout(True, 1, alg, x, y, w, precision, normalize)
         assert not torch.isnan(want[0]).any()
-        for wbulk, cluster, producer in itertools.product((True, False), (1, 2, 3), (True, False)):
-            got = _forward_layout(wbulk, cluster, producer, alg, x, y, w, precision, normalize)
-            where = (b, n_in, n_out, wbulk, cluster, producer)
-            assert torch.equal(got[0], want[0]), (*where, "out")
-            if normalize:
-                assert torch.equal(got[1], want[1]), (*where, "norms")
+        for wbulk in (True, False):
+            for cluster in (1, 2, 3):
+                got = _forward_layout(wbulk, cluster, alg, x, y, w, precision, normalize)
+                assert torch.equal(got[0], want[0]), (b, n_in, n_out, wbulk, cluster, "out")
+                if normalize:
+                    assert torch.equal(got[1], want[1]), (b, n_in, n_out, wbulk, cluster, "norms")
         args = [np64(t) for t in (x, y, w)]
 
         def sens(u, args=args):

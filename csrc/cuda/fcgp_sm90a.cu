@@ -112,7 +112,6 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
 namespace {
 std::atomic<int> g_fwd_wbulk{-1}; /* FLASHCLIFFORD_FCGP_FWD_WBULK: 0 boxes, 1 stage order */
 std::atomic<int> g_fwd_cl{-1};    /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 2 (2 x 1), 3 (1 x 2); 0: the rule */
-std::atomic<int> g_fwd_pw{-1};    /* FLASHCLIFFORD_FCGP_FWD_PRODUCER: 0 thread 0 issues, 1 a producer warpgroup */
 }
 /* How the forward brings W^T: in stage order by 1-D bulk copies (on, the default), or as boxes of
  * 32-byte rows from W^T (P, N_out, Nip). Same run, B 4096, N 512 (NOTES_FCGP.md session 19),
@@ -123,10 +122,6 @@ bool fwd_w_bulk() { return switch_state(g_fwd_wbulk, "FLASHCLIFFORD_FCGP_FWD_WBU
 void set_fwd_w_bulk(bool on) { g_fwd_wbulk.store(on ? 1 : 0); }
 int fwd_cluster_setting() { return env_choice(g_fwd_cl, "FLASHCLIFFORD_FCGP_FWD_CLUSTER", 1, 3, 0); }
 void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shape : 0); }
-/* Who issues the forward's copies: a producer warpgroup of its own (on), or thread 0 between
- * its own steps. FLASHCLIFFORD_FCGP_FWD_PRODUCER=0 or 1 at start-up fixes it. */
-bool fwd_producer() { return switch_state(g_fwd_pw, "FLASHCLIFFORD_FCGP_FWD_PRODUCER", 1); }
-void set_fwd_producer(bool on) { g_fwd_pw.store(on ? 1 : 0); }
 
 namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
@@ -365,7 +360,8 @@ __device__ __forceinline__ void wst_block(const Elem<MODE> *__restrict__ w, Elem
 #pragma unroll
         for (int i = 0; i < HALF; ++i)
             e[i] = tile[sl * KS + c0 + i][n];
-        *(uint4 *)(wst + wst_offset<MODE>(P, NT, steps, cb, s, p, n, 0) + h * HALF) = *(const uint4 *)e;
+        /* wst_offset puts physical column c0 at the start of stored half h */
+        *(uint4 *)(wst + wst_offset<MODE>(P, NT, steps, cb, s, p, n, c0)) = *(const uint4 *)e;
     }
 }
 
@@ -557,32 +553,28 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     const int shape = fwd_cluster(C::D, MODE, bulk);
     const unsigned CN = shape == 2 ? 2 : 1, CM = shape == 3 ? 2 : 1;
     const dim3 grid((unsigned)(cdiv(cdiv(No, C::NT), CN) * CN), (unsigned)(cdiv(cdiv(B, C::BM), CM) * CM));
-    const bool pw = fwd_producer();
     auto launch = [&](auto kern, int smem) -> fc_status {
         FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         cudaLaunchAttribute attr{};
         attr.id = cudaLaunchAttributeClusterDimension;
         attr.val.clusterDim.x = CN, attr.val.clusterDim.y = CM, attr.val.clusterDim.z = 1;
         cudaLaunchConfig_t cfg{};
-        cfg.gridDim = grid, cfg.blockDim = dim3(pw ? 384 : C::THREADS), cfg.dynamicSmemBytes = (size_t)smem;
+        cfg.gridDim = grid, cfg.blockDim = dim3(kFwdThreads), cfg.dynamicSmemBytes = (size_t)smem;
         cfg.stream = st, cfg.attrs = &attr, cfg.numAttrs = 1;
         FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, bulk ? (const E *)wt : (const E *)nullptr, gm, ep,
                                          (int)B, (int)Ni, (int)No));
         return FC_OK;
     };
-    auto pick = [&](auto gate, auto prod) -> fc_status {
-        constexpr bool GT = decltype(gate)::value, PW = decltype(prod)::value;
+    auto pick = [&](auto gate) -> fc_status {
+        constexpr bool GT = decltype(gate)::value;
         constexpr int smem = tma_smem_bytes<ID, MODE, GT>();
         if (shape == 2)
-            return launch(fwd_tma_kernel<ID, MODE, 2, 1, GT, Tout, true, PW>, smem);
+            return launch(fwd_tma_kernel<ID, MODE, 2, 1, GT, Tout>, smem);
         if (shape == 3)
-            return launch(fwd_tma_kernel<ID, MODE, 1, 2, GT, Tout, true, PW>, smem);
-        return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, PW>, smem);
+            return launch(fwd_tma_kernel<ID, MODE, 1, 2, GT, Tout>, smem);
+        return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout>, smem);
     };
-    auto by_gate = [&](auto prod) -> fc_status {
-        return a->gate ? pick(std::true_type{}, prod) : pick(std::false_type{}, prod);
-    };
-    return pw ? by_gate(std::true_type{}) : by_gate(std::false_type{});
+    return a->gate ? pick(std::true_type{}) : pick(std::false_type{});
 }
 
 } // namespace
@@ -848,13 +840,6 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
     if (on >= 0)
         fc::fcgp::sm90::set_fwd_w_bulk(on != 0);
     return fc::fcgp::sm90::fwd_w_bulk();
-}
-
-int fc_fcgp_sm90_fwd_producer_switch(int on)
-{
-    if (on >= 0)
-        fc::fcgp::sm90::set_fwd_producer(on != 0);
-    return fc::fcgp::sm90::fwd_producer();
 }
 
 int fc_fcgp_sm90_fwd_cluster(int shape)

@@ -73,9 +73,6 @@ bool fwd_w_bulk();
 void set_fwd_w_bulk(bool on);
 int fwd_cluster_setting();
 void set_fwd_cluster(int shape);
-/* ... and who issues its copies (a producer warpgroup, or thread 0 between steps; fc_fcgp_sm90_fwd_producer) */
-bool fwd_producer();
-void set_fwd_producer(bool on);
 
 /* The forward GEMM into f. x, y (D, B, N_in), w (P, N_in, N_out) in the operand type, MVGELU
  * first when a->gate; ws: workspace_bytes of workspace.

@@ -564,9 +564,11 @@ template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_sme
  * (CN column blocks share rows, CM row blocks share columns) each tile is copied once and
  * multicast: with CN = 2 one CTA brings x and the other y; with CM = 2 one brings the first
  * half of the paths' W^T and the other the second half; every CTA
- * expects the whole stage on its own "full" mbarrier. Thread 0 produces: at step s it refills
- * the buffer step s - 1 used with step s - 1 + STAGES, once every consumer warpgroup of the
- * cluster has arrived on its "empty" mbarrier for that buffer. GATE: MVGELU, x's fragments
+ * expects the whole stage on its own "full" mbarrier. A producer warpgroup (threads 256-383,
+ * kProducerRegs registers) issues the copies: step s into buffer s % STAGES once every consumer
+ * warpgroup of the cluster has arrived on its "empty" mbarrier for the step before that used it;
+ * the two consumer warpgroups (kConsumerRegs) only compute, and the epilogue's barriers span them
+ * alone (consumers_sync). GATE: MVGELU, x's fragments
  * scaled by the tile of gmap (the gate product g, (B, N_in); multicast with x in a cluster)
  * as they are loaded; gmap is not read otherwise. ep: what the epilogue writes (FwdEpi). */
 /* How a consumer warpgroup of a multi-CTA cluster releases a stage to the CTAs whose copies
@@ -578,14 +580,16 @@ template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_sme
 #endif
 constexpr bool RELEASE_CLUSTER = FC_FCGP_CLUSTER_RELEASE_FENCE;
 
-/* PW: a producer warpgroup (threads 256-383, 24 registers) issues the copies and the two
- * consumer warpgroups (240 registers) only compute; without it thread 0 issues between its own
- * steps. The epilogue's barriers span the consumers only (consumers_sync). */
-constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+/* The forward's block: two consumer warpgroups and the producer's. Thread 0 issuing between its
+ * own steps (up to session 19) refilled a buffer up to a step late when the warpgroups ran out of
+ * phase: the producer warpgroup took the kernel from 510 to 464 us at Cl(3,0) tf32, 179 -> 144
+ * Cl(2,0) tf32, 103 -> 87 Cl(2,0) bf16, 268 -> 265 Cl(3,0) bf16 (whose consumers spill 80-96
+ * bytes at 240 registers; NOTES_FCGP.md session 20). */
+constexpr int kFwdThreads = 384, kProducerRegs = 24, kConsumerRegs = 240;
 static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * 168, "the launch's 65536 registers / 384 threads");
 
-template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true, bool PW = false>
-__global__ void __launch_bounds__(PW ? 384 : 256, 1)
+template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true>
+__global__ void __launch_bounds__(kFwdThreads, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, const Elem<MODE> *__restrict__ wst,
                    const __grid_constant__ CUtensorMap gmap,
@@ -632,7 +636,7 @@ __global__ void __launch_bounds__(PW ? 384 : 256, 1)
     else
         __syncthreads();
 
-    auto issue = [&](int s) { /* thread 0: this CTA's share of step s into buffer s % S */
+    auto issue = [&](int s) { /* the producer: this CTA's share of step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * STG;
         uint64_t *bar = &full[s % S];
         tma::mbar_arrive_expect_tx(bar, STG);
@@ -664,42 +668,23 @@ __global__ void __launch_bounds__(PW ? 384 : 256, 1)
             tma::load_3d_multicast(buf + 2 * C::XB + cy * WHALF, &wmap, k0, n0, cy * PH, bar, col_mask);
         }
     };
-    if constexpr (PW) {
-        if (wgi == 2) { /* the producer: one thread issues every step once its buffer is free */
-            wg::setmaxnreg_dec<kProducerRegs>();
-            if (tid == 256)
-                for (int s = 0; s < steps; ++s) {
-                    if (s >= S)
-                        tma::mbar_wait(&empty[s % S], ((s - S) / S) & 1);
-                    issue(s);
-                }
-            if constexpr (CS > 1)
-                tma::cluster_sync(); /* as the consumers after their loop */
-            return;
-        }
-        wg::setmaxnreg_inc<kConsumerRegs>();
+    if (wgi == 2) { /* the producer: one thread issues every step once its buffer is free */
+        wg::setmaxnreg_dec<kProducerRegs>();
+        if (tid == 256)
+            for (int s = 0; s < steps; ++s) {
+                if (s >= S)
+                    tma::mbar_wait(&empty[s % S], ((s - S) / S) & 1);
+                issue(s);
+            }
+        if constexpr (CS > 1)
+            tma::cluster_sync(); /* as the consumers after their loop */
+        return;
     }
-    /* Thread 0 also computes, so it must not block on its peers: it issues step `issued` as
-     * soon as every consumer of the cluster has released step issued - S (polled at the start
-     * of a step and after its products), and blocks only when the step it is about to read
-     * has not been issued yet. Blocking at a fixed point every step made the cluster march in
-     * lock step: 2x2 ran at half the speed of 1x1 (NOTES_FCGP.md, step 2). */
-    int issued = 0;
-    auto pump = [&](int s) { /* thread 0; s: the step this CTA reads next */
-        while (issued < steps && issued < s + S &&
-               (issued < S || tma::mbar_test(&empty[issued % S], ((issued - S) / S) & 1)))
-            issue(issued++);
-        if (issued == s) {
-            tma::mbar_wait(&empty[s % S], ((s - S) / S) & 1);
-            issue(issued++);
-        }
-    };
+    wg::setmaxnreg_inc<kConsumerRegs>();
 
     float acc[C::JW][C::NT / 2];
     zero(acc);
     for (int s = 0; s < steps; ++s) {
-        if (!PW && tid == 0)
-            pump(s);
         tma::mbar_wait(&full[s % S], (s / S) & 1);
         const unsigned char *buf = smem + (s % S) * STG;
         Frags<D> f;
@@ -724,8 +709,6 @@ __global__ void __launch_bounds__(PW ? 384 : 256, 1)
         } else if (tid % 128 < CS) { /* one lane a destination CTA, in parallel */
             tma::mbar_arrive_cluster<RELEASE_CLUSTER>(&empty[s % S], (uint32_t)(tid % 128));
         }
-        if (!PW && tid == 0 && s + 1 < steps)
-            pump(s + 1);
     }
     if constexpr (CS > 1)
         tma::cluster_sync(); /* no CTA leaves while a peer may still signal its mbarriers */

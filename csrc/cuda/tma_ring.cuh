@@ -2,8 +2,8 @@
  * the Hopper FCGP backward kernels: thread 0 issues a step's copies as soon as its buffer is
  * free, polling the "empty" mbarriers (it also computes, so it must not block on them), and
  * blocks only when the step it is about to read has not been issued yet; each consumer
- * warpgroup releases a buffer once its reads of it have completed. (The forward's ring in
- * fcgp_wgmma.cuh is the same for one CTA and also releases across a cluster.)
+ * warpgroup releases a buffer once its reads of it have completed. (The forward in
+ * fcgp_wgmma.cuh gives the copies a producer warpgroup of their own instead.)
  */
 #pragma once
 
