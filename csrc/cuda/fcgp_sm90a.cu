@@ -340,15 +340,34 @@ __device__ __forceinline__ void wst_block(const Elem<MODE> *__restrict__ w, Elem
     static_assert(HALF * sizeof(E) == 16, "a half row is 16 bytes");
     __shared__ E tile[ROWS][NT + 1];
     const int s0 = sg * kPrepSteps, n0 = cb * NT;
-    for (int e = threadIdx.x; e < ROWS * NT; e += 256) {
-        const int r = e / NT, n = e % NT, s = s0 + r / KS, k = s * KS + phys_col(MODE, r % KS);
-        E v = E(0.f);
-        if (k < Ni && n0 + n < No) {
-            v = w[((int64_t)p * Ni + k) * No + n0 + n];
-            if constexpr (MODE == kTF32)
-                v = __uint_as_float(to_tf32(v));
-        }
+    /* the W row of tile row r (zero past N_in), rounded for the tf32 products */
+    auto row = [&](int r) { return (s0 + r / KS) * KS + phys_col(MODE, r % KS); };
+    auto put = [&](int r, int n, E v) {
+        if constexpr (MODE == kTF32)
+            v = __uint_as_float(to_tf32(v));
         tile[r][n] = v;
+    };
+    /* loads unrolled so that many are in flight: one at a time, each block's 32 or 64 dependent
+     * rounds left the preparation latency-bound (23 us at Cl(2,0) bf16, three times its traffic) */
+    if (No % HALF == 0 && ((uintptr_t)w & 15) == 0) { /* rows of whole 16-byte pieces */
+        constexpr int NV = NT / HALF;
+#pragma unroll 8
+        for (int e = threadIdx.x; e < ROWS * NV; e += 256) {
+            const int r = e / NV, n = e % NV * HALF, k = row(r);
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (k < Ni && n0 + n < No)
+                v = __ldg((const uint4 *)(w + ((int64_t)p * Ni + k) * No + n0 + n));
+            const E *ve = (const E *)&v;
+#pragma unroll
+            for (int i = 0; i < HALF; ++i)
+                put(r, n + i, ve[i]);
+        }
+    } else {
+#pragma unroll 8
+        for (int e = threadIdx.x; e < ROWS * NT; e += 256) {
+            const int r = e / NT, n = e % NT, k = row(r);
+            put(r, n, k < Ni && n0 + n < No ? w[((int64_t)p * Ni + k) * No + n0 + n] : E(0.f));
+        }
     }
     __syncthreads();
     for (int q = threadIdx.x; q < kPrepSteps * NT * 2; q += 256) { /* (step, row n, stored half h) */
