@@ -546,14 +546,14 @@ __host__ __device__ constexpr int64_t wst_offset(int P, int NT, int64_t steps, i
 
 /* A TMA stage: x, y, every path's W^T tile, and (GATE) the gate product's tile (64 rows x 32
  * bytes, after W^T so every tile keeps the alignment its layout needs); the kernel's dynamic
- * shared memory: the stages, 1024 bytes to align them, and four mbarriers a stage (fwd_tma_kernel). */
+ * shared memory: the stages, 1024 bytes to align them, and the full / empty mbarriers. */
 template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_stage_bytes()
 {
     return Cfg<ID, MODE, 0>::STAGE + (GATE ? Cfg<ID, MODE, 0>::BM * 32 : 0);
 }
 template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_smem_bytes()
 {
-    return Cfg<ID, MODE, 0>::STAGES * tma_stage_bytes<ID, MODE, GATE>() + 1024 + 4 * Cfg<ID, MODE, 0>::STAGES * 8;
+    return Cfg<ID, MODE, 0>::STAGES * tma_stage_bytes<ID, MODE, GATE>() + 1024 + 2 * Cfg<ID, MODE, 0>::STAGES * 8;
 }
 
 /* The same forward with the tiles brought by the copy engine (tma.cuh): x and y one 3-D box
@@ -564,13 +564,11 @@ template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_sme
  * (CN column blocks share rows, CM row blocks share columns) each tile is copied once and
  * multicast: with CN = 2 one CTA brings x and the other y; with CM = 2 one brings the first
  * half of the paths' W^T and the other the second half; every CTA
- * expects the whole stage on its own mbarriers. A producer warpgroup (threads 256-383,
- * kProducerRegs registers) issues the copies; the two consumer warpgroups (kConsumerRegs) only
- * compute, and the epilogue's barriers span them alone (consumers_sync). A stage has two halves
- * with a "full" and an "empty" mbarrier each: x, y (and g), which every consumer warp releases
- * as soon as it holds its fragments, and W^T, released by each consumer warpgroup once its
- * wgmmas have completed; so the producer issues step s's x and y (boxes of 32-byte rows, the
- * slower copies) about a step before its W^T. GATE: MVGELU, x's fragments
+ * expects the whole stage on its own "full" mbarrier. A producer warpgroup (threads 256-383,
+ * kProducerRegs registers) issues the copies: step s into buffer s % STAGES once every consumer
+ * warpgroup of the cluster has arrived on its "empty" mbarrier for the step before that used it;
+ * the two consumer warpgroups (kConsumerRegs) only compute, and the epilogue's barriers span them
+ * alone (consumers_sync). GATE: MVGELU, x's fragments
  * scaled by the tile of gmap (the gate product g, (B, N_in); multicast with x in a cluster)
  * as they are loaded; gmap is not read otherwise. ep: what the epilogue writes (FwdEpi). */
 /* How a consumer warpgroup of a multi-CTA cluster releases a stage to the CTAs whose copies
@@ -609,8 +607,7 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
     static_assert(CN <= 2 && CM <= 2, "one CTA a tile half");
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    /* full, empty: the x, y (and g) half of each stage; fullw, emptyw: its W^T half */
-    uint64_t *full = (uint64_t *)(smem + S * STG), *fullw = full + S, *empty = full + 2 * S, *emptyw = full + 3 * S;
+    uint64_t *full = (uint64_t *)(smem + S * STG), *empty = full + S;
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
     /* K tails: the copy engine fills columns past N_in with zeros, and W^T's K is padded to a
      * whole step with zeros (see Run), so a partial last step adds nothing spurious */
@@ -630,9 +627,7 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
     if (tid == 0) {
         for (int b = 0; b < S; ++b) {
             tma::mbar_init(&full[b], 1);
-            tma::mbar_init(&fullw[b], 1);
-            tma::mbar_init(&empty[b], 8 * CS);  /* each consumer warp of the cluster */
-            tma::mbar_init(&emptyw[b], 2 * CS); /* each consumer warpgroup */
+            tma::mbar_init(&empty[b], 2 * CS);
         }
         tma::fence_mbar_init();
     }
@@ -641,11 +636,10 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
     else
         __syncthreads();
 
-    /* the producer: this CTA's share of step s into buffer s % S, x and y (and g), then W^T */
-    auto issue_xy = [&](int s) {
+    auto issue = [&](int s) { /* the producer: this CTA's share of step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * STG;
         uint64_t *bar = &full[s % S];
-        tma::mbar_arrive_expect_tx(bar, 2 * C::XB + (GATE ? C::BM * 32 : 0));
+        tma::mbar_arrive_expect_tx(bar, STG);
         const int k0 = s * C::KS;
         if constexpr (CN == 1 || !MC) {
             tma::load_3d(buf, &xmap, k0, m0, 0, bar);
@@ -659,12 +653,6 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
             else if (cx == 0)
                 tma::load_3d_multicast(buf + GOFF, &gmap, k0, m0, 0, bar, row_mask);
         }
-    };
-    auto issue_w = [&](int s) {
-        unsigned char *buf = smem + (s % S) * STG;
-        uint64_t *bar = &fullw[s % S];
-        tma::mbar_arrive_expect_tx(bar, C::WB);
-        const int k0 = s * C::KS;
         if (wcb) { /* stage order: contiguous halves */
             const unsigned char *wsrc = wcb + (size_t)s * C::WB;
             if constexpr (CM == 1 || !MC) {
@@ -686,10 +674,7 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
             for (int s = 0; s < steps; ++s) {
                 if (s >= S)
                     tma::mbar_wait(&empty[s % S], ((s - S) / S) & 1);
-                issue_xy(s);
-                if (s >= S)
-                    tma::mbar_wait(&emptyw[s % S], ((s - S) / S) & 1);
-                issue_w(s);
+                issue(s);
             }
         if constexpr (CS > 1)
             tma::cluster_sync(); /* as the consumers after their loop */
@@ -711,28 +696,18 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
                 gf[h] = lds_b64(smem_u32(buf + GOFF) + (16 * warp + g + 8 * h) * 32 + t * 8);
             scale_frags<MODE, D>(f.x, gf);
         }
-        /* this warp's fragments are in registers: release the x, y half (the warp barrier
-         * orders every lane's loads before the arriving lanes' release) */
-        __syncwarp();
-        if constexpr (CS == 1) {
-            if (tid % 32 == 0)
-                tma::mbar_arrive(&empty[s % S]);
-        } else if (tid % 32 < CS) {
-            tma::mbar_arrive_cluster<RELEASE_CLUSTER>(&empty[s % S], (uint32_t)(tid % 32));
-        }
-        tma::mbar_wait(&fullw[s % S], (s / S) & 1);
         const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
         if (wgi == 0)
             wg_step<ID, MODE, 0, 0, WT>(acc, f, w_smem);
         else
             wg_step<ID, MODE, 0, 1, WT>(acc, f, w_smem);
-        /* this warpgroup's wgmmas have completed: release the W^T half to every producer that
-         * writes into it */
+        /* this warpgroup's wgmmas have completed, so all four warps have used their fragments
+         * and the W tiles: release the buffer to every producer that writes into it */
         if constexpr (CS == 1) {
             if (tid % 128 == 0)
-                tma::mbar_arrive(&emptyw[s % S]);
+                tma::mbar_arrive(&empty[s % S]);
         } else if (tid % 128 < CS) { /* one lane a destination CTA, in parallel */
-            tma::mbar_arrive_cluster<RELEASE_CLUSTER>(&emptyw[s % S], (uint32_t)(tid % 128));
+            tma::mbar_arrive_cluster<RELEASE_CLUSTER>(&empty[s % S], (uint32_t)(tid % 128));
         }
     }
     if constexpr (CS > 1)
