@@ -7,7 +7,8 @@
  * the same permuted order, phys_col), forms z_{j,p} for one component's pairs in the A
  * registers, fences and issues that component's wgmmas on W[p] tiles in shared memory.
  *
- * fwd_tma_kernel brings the tiles by TMA (tma.cuh), optionally over a cluster with multicast,
+ * fwd_tma_kernel brings the tiles by TMA (tma.cuh) from a producer warpgroup of its own (the
+ * block's third), optionally over a cluster with multicast,
  * applies MVGELU as fragments load (GATE: x scaled by the gate product of gate_product) and
  * ends in one of the epilogues of FwdEpi (o with the grade-norm partials; out in the data type;
  * or the whole grade norm, each tile scaling its own output once its row block's partial sums
