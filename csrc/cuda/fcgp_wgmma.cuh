@@ -215,10 +215,10 @@ __device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs,
 
 /* MVGELU through one factor a position: every term of z_{j,p} is s xg_i yg_k = s x_i y_k
  * Phi(x_0) Phi(y_0) (SPEC: xg_i = x_i Phi(x_0), Phi from erf), so z_{j,p} = g sum s x_i y_k
- * with g = Phi(x_0) Phi(y_0). gate_product writes g (B, N_in) in the operand type once a call,
- * the TMA kernel brings its tile beside x and y, and scale_frags multiplies x's fragments by
- * it (y stays raw): no erf and half the multiplies in the kernel, and no 2 x (column blocks)
- * recomputation of the gates. */
+ * with g = Phi(x_0) Phi(y_0). fwd_prep (fcgp_sm90a.cu) or gate_product writes g (B, N_in) in the
+ * operand type once a call, the TMA kernel brings its tile beside x and y, and scale_frags
+ * multiplies x's fragments by it (y stays raw): no erf and half the multiplies in the kernel,
+ * and no 2 x (column blocks) recomputation of the gates. */
 /* g over the 16-byte piece at element i (x's rows, hence n, are whole pieces: the copy engine's
  * stride rule) */
 template <class E> __device__ __forceinline__ void gate_piece(const E *x0, const E *y0, E *g, int64_t i)
@@ -536,8 +536,8 @@ __device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, i
  * W^T is one contiguous run: for column block cb and step s, the P paths' tiles of NT rows
  * (columns of the output) x 32 bytes (the step's K, physical column c: phys_col), each row's
  * 16-byte halves swapped in rows 4-7 of every 8 (the copy engine's 32-byte swizzle, which
- * desc_kmajor_swz<32> reads). The element offset of (cb, s, p, n, c); written by prep_wst
- * (fcgp_sm90a.cu), column blocks padded to whole tiles with zeros. */
+ * desc_kmajor_swz<32> reads). The element offset of (cb, s, p, n, c); written by fwd_prep
+ * (wst_block, fcgp_sm90a.cu), column blocks padded to whole tiles with zeros. */
 template <int MODE>
 __host__ __device__ constexpr int64_t wst_offset(int P, int NT, int64_t steps, int64_t cb, int64_t s, int p, int n, int c)
 {
