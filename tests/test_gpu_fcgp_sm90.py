@@ -180,7 +180,7 @@ def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
 # so every combination must give the default's output and norms bit for bit: with and without the
 # norm, on shapes with column and row tails, an odd column-block count (a tile past N_out under 2 x 1,
 # which reads the last column block's W^T), an odd row-block count (a row tile past B under 1 x 2), one
-# feature, and K not a whole step.
+# feature, and K not a whole step; and W at an address off the 16-byte pieces fwd_prep loads it in.
 LAYOUT_SHAPES = [(69, 120, 70), (130, 512, 200), (1, 8, 1), (300, 128, 136), (200, 64, 104)]
 
 
@@ -214,6 +214,13 @@ def test_weight_layouts_and_clusters_agree(sm90_on, alg, mode, normalize):
                 assert torch.equal(got[0], want[0]), (b, n_in, n_out, wbulk, cluster, "out")
                 if normalize:
                     assert torch.equal(got[1], want[1]), (b, n_in, n_out, wbulk, cluster, "norms")
+        # W one element past a 16-byte boundary: fwd_prep reads it element by element instead of in
+        # 16-byte pieces (as it also does when N_out's rows are not whole pieces), to the same bits
+        flat = torch.empty(w.numel() + 1, dtype=w.dtype, device=w.device)
+        w_odd = flat[1:].view_as(w)
+        w_odd.copy_(w)
+        got = _forward_layout(True, 1, alg, x, y, w_odd, precision, normalize)
+        assert torch.equal(got[0], want[0]), (b, n_in, n_out, "unaligned W", "out")
         args = [np64(t) for t in (x, y, w)]
 
         def sens(u, args=args):
