@@ -47,11 +47,13 @@ template <int MODE> __device__ __forceinline__ uint32_t small_value(int i)
     }
 }
 
-template <int MODE, int D, int N> __device__ void fill(unsigned char *sm)
+/* the static region filled with small values; returns the shared address of its W tiles */
+template <int MODE, int D, int N> __device__ uint32_t fill(unsigned char *sm)
 {
     for (int i = threadIdx.x; i < smem_bytes<D, N>() / 4; i += blockDim.x)
         ((uint32_t *)sm)[i] = small_value<MODE>(i);
     __syncthreads();
+    return smem_u32(sm + kXY * 2 * D * kBM * 32);
 }
 
 template <int N, int JW> __device__ void sink_acc(float (&acc)[JW][N / 2], float *sink)
@@ -72,8 +74,7 @@ template <int N, int JW> __device__ void sink_acc(float (&acc)[JW][N / 2], float
 template <int MODE, int N, int NW> __global__ void __launch_bounds__(256, 1) pure(int steps, float *sink)
 {
     extern __shared__ __align__(1024) unsigned char sm[];
-    fill<MODE, 8, N>(sm);
-    const uint32_t w = smem_u32(sm + kXY * 2 * 8 * kBM * 32);
+    const uint32_t w = fill<MODE, 8, N>(sm);
     uint32_t a[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r)
@@ -113,10 +114,9 @@ __global__ void __launch_bounds__(256, 1) comp(int steps, float *sink)
 {
     constexpr int D = AlgebraTraits<ID>::D;
     extern __shared__ __align__(1024) unsigned char sm[];
-    fill<MODE, D, N>(sm);
+    const uint32_t w = fill<MODE, D, N>(sm);
     const int wg_ = threadIdx.x / 128, wt = threadIdx.x % 128, lane = wt % 32;
     const int r0 = (wt / 32) * 16 + lane / 4, t = lane % 4;
-    const uint32_t w = smem_u32(sm + kXY * 2 * D * kBM * 32);
     float acc[JW][N / 2];
     zero(acc);
     Frags<D> f;
@@ -148,10 +148,9 @@ template <int ID, int MODE, int N, int J0> __global__ void __launch_bounds__(256
 {
     constexpr int D = AlgebraTraits<ID>::D;
     extern __shared__ __align__(1024) unsigned char sm[];
-    fill<MODE, D, N>(sm);
+    const uint32_t w = fill<MODE, D, N>(sm);
     const int wg_ = threadIdx.x / 128, wt = threadIdx.x % 128, lane = wt % 32;
     const int r0 = (wt / 32) * 16 + lane / 4, t = lane % 4;
-    const uint32_t w = smem_u32(sm + kXY * 2 * D * kBM * 32);
     float acc[1][N / 2];
     zero(acc);
     auto run = [&](auto wgc) {

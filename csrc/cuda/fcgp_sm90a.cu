@@ -91,6 +91,13 @@ bool eligible(const fc_args *a, int mode, int operand_bytes)
     return f.cc_major == 9 && f.cc_minor == 0;
 }
 
+/* fwd_prep's blocks of W^T in stage order: column blocks x groups of kPrepSteps steps (of 32
+ * bytes of N_in in the operand mode) x paths */
+int64_t wst_blocks(const fc_args *a, int mode)
+{
+    return cdiv(a->N_out, tile_cols(a->alg->D)) * cdiv(cdiv(a->N_in, kSteps(mode)), kPrepSteps) * a->alg->P;
+}
+
 } // namespace
 
 bool compiled() { return FC_SM90A != 0; }
@@ -280,10 +287,6 @@ size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 }
 
 int64_t colblocks(const fc_args *a) { return cdiv(a->N_out, tile_cols(a->alg->D)); }
-int64_t wst_blocks(const fc_args *a, int mode)
-{
-    return colblocks(a) * cdiv(cdiv(a->N_in, kSteps(mode)), kPrepSteps) * a->alg->P;
-}
 
 bool aligned(const void *x, const void *y, const void *o)
 {
@@ -833,32 +836,25 @@ extern "C" {
 
 int fc_fcgp_sm90_compiled(void) { return fc::fcgp::sm90::compiled(); }
 
-int fc_fcgp_sm90_switch(int on)
+namespace {
+/* The C API's on/off switches: on >= 0 sets the state (any non-zero: on); returns it. */
+int toggle(int on, void (*set)(bool), bool (*get)())
 {
     if (on >= 0)
-        fc::fcgp::sm90::set_enabled(on != 0);
-    return fc::fcgp::sm90::enabled();
+        set(on != 0);
+    return get();
 }
+} // namespace
 
-int fc_fcgp_sm90_bwd_switch(int on)
-{
-    if (on >= 0)
-        fc::fcgp::sm90::set_bwd_enabled(on != 0);
-    return fc::fcgp::sm90::bwd_enabled();
-}
-
+int fc_fcgp_sm90_switch(int on) { return toggle(on, fc::fcgp::sm90::set_enabled, fc::fcgp::sm90::enabled); }
+int fc_fcgp_sm90_bwd_switch(int on) { return toggle(on, fc::fcgp::sm90::set_bwd_enabled, fc::fcgp::sm90::bwd_enabled); }
 int fc_fcgp_sm90_fwd_norm_switch(int on)
 {
-    if (on >= 0)
-        fc::fcgp::sm90::set_fused_norm(on != 0);
-    return fc::fcgp::sm90::fused_norm();
+    return toggle(on, fc::fcgp::sm90::set_fused_norm, fc::fcgp::sm90::fused_norm);
 }
-
 int fc_fcgp_sm90_fwd_wbulk_switch(int on)
 {
-    if (on >= 0)
-        fc::fcgp::sm90::set_fwd_w_bulk(on != 0);
-    return fc::fcgp::sm90::fwd_w_bulk();
+    return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
 
 int fc_fcgp_sm90_fwd_cluster(int shape)

@@ -34,9 +34,6 @@ size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes);
 
 /* The column-block count of the partials: N_out over the tile's columns (512 / D). */
 int64_t colblocks(const fc_args *a);
-/* The forward preparation's blocks of W^T in stage order: column blocks x groups of kPrepSteps
- * steps (of 32 bytes of N_in in the operand mode) x paths. */
-int64_t wst_blocks(const fc_args *a, int mode);
 
 /* Whether the copy engine can read x and y and the epilogue write o (16-byte aligned). */
 bool aligned(const void *x, const void *y, const void *o);
