@@ -163,10 +163,10 @@ void set_norm_wait_us(long long us) { g_norm_wait.store(std::min<long long>(us, 
 
 bool bwd_planned(const fc_args *a, int mode, int operand_bytes)
 {
-    /* grids: go_transpose (B / 32, N_out / 32), gelu_transpose (N_in / 32, B / 32, 2), gz (N_in
-     * / BN x groups, B / 64); gW's tiles and a block's steps over them in int */
+    /* grids: go_transpose (B / 32, N_out / 32), gelu_transpose (N_in padded to 64 / 32, B / 32,
+     * 2), gz (N_in / BN x groups, B / 64); gW's tiles and a block's steps over them in int */
     return bwd_enabled() && cdiv(a->B, 32) <= 65535 && cdiv(a->N_out, 32) <= 65535 &&
-           cdiv(a->N_in, kRows) <= 65535 && gw_tiles(a) <= INT_MAX / 2 &&
+           2 * cdiv(a->N_in, kRows) <= 65535 && gw_tiles(a) <= INT_MAX / 2 &&
            cdiv(gw_tiles(a), 8) * cdiv(a->B, 8) <= INT_MAX / 2 && eligible(a, mode, operand_bytes);
 }
 
@@ -207,8 +207,11 @@ GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 }
 
 int64_t up_block(int64_t n) { return cdiv(n, kBlockRows) * kBlockRows; }
+/* N_in in whole row blocks: the rows of xg^T, yg^T in stage order (xgt_offset) */
+int64_t gw_rows(int64_t ni) { return cdiv(ni, kRows) * kRows; }
 
-/* The backward's workspace: go^T (D, N_out, Bp), xg^T and yg^T (D, N_in, Bp) unless grad_x and
+/* The backward's workspace: go^T (D, N_out, Bp), xg^T and yg^T (D x Bp x N_in padded to whole row
+ * blocks, in stage order: xgt_offset) unless grad_x and
  * grad_y hold them (in_grads), gz's W copy (P slots, N_in, N_out padded to whole steps), all in
  * the operand type; gW's segment slots (fp32 tiles) and their flags, and, where later chunks add
  * to the earlier ones' weight gradient and it is not fp32, an fp32 stash of it; Bp: the first
@@ -235,15 +238,15 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
                  ((uintptr_t)a->grad_y % 16) == 0 && (B * Ni * db) % 16 == 0;
     for (int64_t b0 = 0; b0 < B; b0 += L.Bc) {
         const int64_t rows = std::min(L.Bc, B - b0);
-        L.in_grads = L.in_grads && up_block(rows) * eb <= rows * db;
+        L.in_grads = L.in_grads && up_block(rows) * gw_rows(Ni) * eb <= rows * Ni * db;
         if (need_w) /* chunks of two sizes at most: the slots of the larger need */
             L.nslots = std::max(L.nslots, gw_sched(a, mode, up_block(rows)).slots());
     }
     Bump bp;
     L.got = bp.take((size_t)(D * No * L.Bp) * eb);
     if (need_w && !L.in_grads) {
-        L.xgt = bp.take((size_t)(D * Ni * L.Bp) * eb);
-        L.ygt = bp.take((size_t)(D * Ni * L.Bp) * eb);
+        L.xgt = bp.take((size_t)(D * gw_rows(Ni) * L.Bp) * eb);
+        L.ygt = bp.take((size_t)(D * gw_rows(Ni) * L.Bp) * eb);
     }
     if (need_xy)
         L.wz = bp.take((size_t)(P * Ni * whole_steps(No, mode)) * eb);
@@ -462,7 +465,7 @@ static_assert(tile_cols(4) == Cfg<0, kTF32>::NT && tile_cols(8) == Cfg<1, kTF32>
                   gw_cols(4) == GwCfg<0, kTF32>::NT && gw_cols(8) == GwCfg<1, kTF32>::NT &&
                   gw_groups(4) == GwCfg<0, kTF32>::GROUPS && gw_groups(8) == GwCfg<1, kTF32>::GROUPS &&
                   kSteps(kTF32) == Cfg<1, kTF32>::KS && kSteps(kBF16) == Cfg<1, kBF16>::KS &&
-                  kBlockRows == kBatchBlock &&
+                  kBlockRows == kBatchBlock && kRows == GwCfg<1, kTF32>::BM &&
                   gw_slot_floats(4, AlgebraTraits<0>::P) == 256 * GwCfg<0, kTF32>::PH * GwCfg<0, kTF32>::NT / 2 &&
                   gw_slot_floats(8, AlgebraTraits<1>::P) == 256 * GwCfg<1, kTF32>::PH * GwCfg<1, kTF32>::NT / 2,
               "the host-side tile constants match the kernels' configurations");
@@ -755,17 +758,19 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 dcs = B * Ni * (int64_t)sizeof(Tio) / (int64_t)sizeof(E);
             } else {
                 xgt = (E *)(p + L.xgt), ygt = (E *)(p + L.ygt);
-                dcs = Ni * Bp;
+                dcs = gw_rows(Ni) * Bp;
             }
-            gelu_transpose<MODE><<<dim3((unsigned)cdiv(Ni, 32), (unsigned)cdiv(Bp, 32), 2), 256, 0, st>>>(
+            gelu_transpose<MODE><<<dim3((unsigned)(gw_rows(Ni) / 32), (unsigned)cdiv(Bp, 32), 2), 256, 0, st>>>(
                 x + b0 * Ni, y + b0 * Ni, xgt, ygt, D, rows, Ni, Bp, B * Ni, dcs, a->gate);
             FC_LAUNCH_CHECK(st);
+            /* xg^T, yg^T in stage order: rows of 256 bytes (8 of a tile's), a box one tile of 8
+             * rows and the group's (XC) or all (D) components; go^T in boxes of 32-byte rows */
             CUtensorMap xm, ym, gm;
-            const uint64_t xs2 = (uint64_t)dcs * sizeof(E);
-            if ((s = make_map(&xm, xgt, ty, sizeof(E), Bp, Ni, D, W::KS, W::BM, W::XC, CU_TENSOR_MAP_SWIZZLE_NONE,
+            const uint64_t xs2 = (uint64_t)dcs * sizeof(E), trows = (uint64_t)(Bp / W::KS) * (gw_rows(Ni) / kRows) * 8;
+            if ((s = make_map(&xm, xgt, ty, sizeof(E), 8 * W::KS, trows, D, 8 * W::KS, 8, W::XC,
+                              CU_TENSOR_MAP_SWIZZLE_NONE, xs2)) != FC_OK ||
+                (s = make_map(&ym, ygt, ty, sizeof(E), 8 * W::KS, trows, D, 8 * W::KS, 8, D, CU_TENSOR_MAP_SWIZZLE_NONE,
                               xs2)) != FC_OK ||
-                (s = make_map(&ym, ygt, ty, sizeof(E), Bp, Ni, D, W::KS, W::BM, D, CU_TENSOR_MAP_SWIZZLE_NONE, xs2)) !=
-                    FC_OK ||
                 (s = make_map(&gm, got, ty, sizeof(E), Bp, No, D, W::KS, W::NT, D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
                 return s;
             /* all Bp positions: a row may lie past `rows` (got_row) */

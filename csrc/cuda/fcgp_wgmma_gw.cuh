@@ -1,10 +1,10 @@
 /* fcgp_wgmma_gw.cuh — the Hopper (sm_90a) FCGP weight gradient on warpgroup MMA, device side:
  * gW[p] (N_in x N_out) = sum_j z_{j,p}^T go_j, K = the batch.
  *
- * The forward's machinery, transposed: prepasses write xg^T, yg^T (D, N_in, Bp) and go^T
- * (D, N_out, Bp) (gelu_transpose; go_transpose of fcgp_sm90a.cu, which also applies the norm's
- * backward), so that an xg^T tile (64 rows of N_in x 32 bytes of batch x D components) has the
- * layout of the forward's x tile: load_frags and form_pair give the A fragments of z_{j,p}^T
+ * The forward's machinery, transposed: prepasses write xg^T, yg^T (in stage order, xgt_offset)
+ * and go^T (D, N_out, Bp) (gelu_transpose; go_transpose of fcgp_sm90a.cu, which also applies the
+ * norm's backward), so that an xg^T tile (64 rows of N_in x 32 bytes of batch x D components) has
+ * the layout of the forward's x tile: load_frags and form_pair give the A fragments of z_{j,p}^T
  * unchanged, and the batch orders of xg^T and go^T agree on every K position (xgt_row,
  * got_row). go_j^T's tile is the K-major B operand (32-byte swizzle, as the forward's W^T).
  *
@@ -128,11 +128,27 @@ __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][Gw
     wg::fence_operands(a[(KK * C::PH - 1) % 2]);
 }
 
-/* xg^T (D, N_in, Bp) of one batch chunk from x (D, rows of B, N_in; component stride cs),
+/* xg^T, yg^T in stage order: for each component, the tiles gW's ring brings, one after another.
+ * Tile (s, nb) holds rows [64 nb, 64 nb + 64) of N_in (past N_in: zeros) x the KS batch
+ * positions of step s, a row's KS positions contiguous (32 bytes), so that a stage's tile of a
+ * component is 2 KB of consecutive memory: the copy engine brings it in 256-byte rows (8 of
+ * the tile's rows), where boxes of the transposed array's 32-byte rows ran at ~60% of the
+ * rate (NOTES_FCGP.md sessions 19 and 21). Element offset of (component c, row n, batch
+ * position q) for NB = ceil(N_in / 64) row blocks, components dcs apart. */
+template <int MODE>
+__host__ __device__ constexpr int64_t xgt_offset(int64_t dcs, int64_t NB, int c, int64_t n, int64_t q)
+{
+    constexpr int KS = MODE == kTF32 ? 8 : 16;
+    return c * dcs + ((q / KS) * NB + n / 64) * (64 * KS) + (n % 64) * KS + q % KS;
+}
+
+/* xg^T, yg^T (xgt_offset) of one batch chunk from x (D, rows of B, N_in; component stride cs),
  * MVGELU applied when gate (SPEC: xg_i = x_i Phi(x_0)), in the operand type, the batch inside
- * each block of kBatchBlock in gW's order (xgt_row); xgt's components dcs apart (Ni Bp, or
- * wider where it lies in grad_x); blockIdx.z picks x -> xgt or y -> ygt. 32 x 32 tiles through
- * shared memory, so both sides go along rows; rows from B to Bp get zeros. */
+ * each block of kBatchBlock in gW's order (xgt_row); components dcs apart (NB 64 Bp, or wider
+ * where it lies in grad_x); blockIdx.z picks x -> xgt or y -> ygt. 32 x 32 tiles (rows of
+ * N_in x batch positions) through shared memory: the loads go along x's rows, the stores along
+ * the stage-order runs (32 rows x KS positions contiguous a step); rows from N_in to NB 64 and
+ * positions from B to Bp get zeros. */
 template <int MODE>
 __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y,
                                                        Elem<MODE> *__restrict__ xgt, Elem<MODE> *__restrict__ ygt,
@@ -140,13 +156,13 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
                                                        int64_t dcs, int gate)
 {
     using E = Elem<MODE>;
-    static_assert(32 % kBatchBlock == 0, "a tile holds whole blocks");
+    constexpr int KS = MODE == kTF32 ? 8 : 16;
+    static_assert(32 % kBatchBlock == 0 && kBatchBlock % KS == 0, "a tile holds whole blocks and steps");
     __shared__ float tile[32][33];
     const E *src = blockIdx.z ? y : x;
     E *dst = blockIdx.z ? ygt : xgt;
-    const int64_t n0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32;
+    const int64_t n0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32, NB = (Ni + 63) / 64;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-    const int src_row = tx / kBatchBlock * kBatchBlock + xgt_row(MODE, tx % kBatchBlock); /* of position tx */
     float ph[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) { /* the gate at this thread's positions, from component 0 */
@@ -163,10 +179,12 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
         }
         __syncthreads();
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int64_t n = n0 + ty + 8 * r, b = b0 + tx;
-            if (n < Ni && b < Bp) /* zeros from B to Bp: the maps read whole rows of Bp */
-                dst[(int64_t)c * dcs + n * Bp + b] = store<E>(tile[src_row][ty + 8 * r]);
+        for (int r = 0; r < 4; ++r) { /* item i: step i / (32 KS), row (i / KS) % 32, position i % KS */
+            const int i = threadIdx.x + 256 * r, pos = i / (32 * KS) * KS + i % KS, nl = i / KS % 32;
+            const int64_t q = b0 + pos;
+            if (q < Bp) /* zeros from B to Bp: the maps read whole steps */
+                dst[xgt_offset<MODE>(dcs, NB, c, n0 + nl, q)] =
+                    store<E>(tile[pos / kBatchBlock * kBatchBlock + xgt_row(MODE, pos % kBatchBlock)][nl]);
         }
         __syncthreads();
     }
@@ -193,8 +211,9 @@ template <class T> __device__ __forceinline__ void store_two(T *p, float v0, flo
 }
 
 /* The weight gradient of one batch chunk, gridDim.x blocks working through the tiles as `sch`
- * says (this file's header, fcgp_gw_sched.h): xmap, ymap over xg^T, yg^T (Bp, N_in, D;
- * xmap's box XC components), gomap over go^T (Bp, N_out, D) in the 32-byte swizzle, of Bp batch
+ * says (this file's header, fcgp_gw_sched.h): xmap, ymap over xg^T, yg^T in stage order
+ * (xgt_offset: 256-byte rows, 8 a tile, D components; a box is one tile of 8 rows x XC or D
+ * components), gomap over go^T (Bp, N_out, D) in the 32-byte swizzle, of Bp batch
  * positions (a chunk's rows padded to whole blocks: the block order may place a row past the row
  * count; positions of no row hold zeros in both operands). A tile's result, its own batch sum plus
  * `prev` (the earlier chunks' sum, fp32 (P, N_in, N_out); NULL for the first chunk), goes to
@@ -215,7 +234,7 @@ __global__ void __launch_bounds__(256, 1)
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
-    const int nx = (No + C::NT - 1) / C::NT * C::GROUPS, U = sch.units(), b = blockIdx.x;
+    const int nx = (No + C::NT - 1) / C::NT * C::GROUPS, nb = (Ni + C::BM - 1) / C::BM, U = sch.units(), b = blockIdx.x;
     int total = 0; /* this block's steps, all pieces */
     for (int u = 0; u < U; ++u) {
         const GwUnit w = sch.unit(b, u);
@@ -239,8 +258,9 @@ __global__ void __launch_bounds__(256, 1)
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
 #pragma unroll
         for (int kk = 0; kk < KK; ++kk, buf += C::SUB) { /* positions past Bp: zeros */
-            tma::load_3d(buf, &xmap, ik + kk * C::KS, in, ix, bar);
-            tma::load_3d(buf + C::XB, &ymap, ik + kk * C::KS, in, 0, bar);
+            const int rg = ((ik / C::KS + kk) * nb + in / C::BM) * 8; /* the tile's first 256-byte row */
+            tma::load_3d(buf, &xmap, 0, rg, ix, bar);
+            tma::load_3d(buf + C::XB, &ymap, 0, rg, 0, bar);
             tma::load_3d(buf + C::XB + C::YB, &gomap, ik + kk * C::KS, im, 0, bar);
         }
         ik += C::KSTEP;
