@@ -52,7 +52,7 @@ template <int ID> constexpr bool x_split_by_paths(int groups)
 template <int ID, int MODE, int KK = 1> struct GwCfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
     static constexpr int GROUPS = D == 8 ? 2 : 1, PG = P / GROUPS, PH = PG / 2, XC = D / GROUPS;
-    static constexpr int BM = 64, NT = 48, THREADS = 256;
+    static constexpr int BM = 64, NT = 48, THREADS = kFwdThreads; /* the forward's split */
     static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* batch rows a sub-step: 32 bytes */
     static constexpr int KSTEP = KS * KK;                     /* batch rows a ring step */
     static constexpr int XB = XC * BM * 32, YB = D * BM * 32; /* the group's xg^T, all of yg^T */
@@ -145,10 +145,10 @@ __host__ __device__ constexpr int64_t xgt_offset(int64_t dcs, int64_t NB, int c,
 /* xg^T, yg^T (xgt_offset) of one batch chunk from x (D, rows of B, N_in; component stride cs),
  * MVGELU applied when gate (SPEC: xg_i = x_i Phi(x_0)), in the operand type, the batch inside
  * each block of kBatchBlock in gW's order (xgt_row); components dcs apart (NB 64 Bp, or wider
- * where it lies in grad_x); blockIdx.z picks x -> xgt or y -> ygt. 32 x 32 tiles (rows of
- * N_in x batch positions) through shared memory: the loads go along x's rows, the stores along
- * the stage-order runs (32 rows x KS positions contiguous a step); rows from N_in to NB 64 and
- * positions from B to Bp get zeros. */
+ * where it lies in grad_x; 16-byte aligned, dcs a multiple of 16 bytes); blockIdx.z picks x ->
+ * xgt or y -> ygt. 32 x 32 tiles (rows of N_in x batch positions) through shared memory: the
+ * loads go along x's rows, the 16-byte stores along the stage-order runs (32 rows x KS positions
+ * contiguous a step); rows from N_in to NB 64 and positions from B to Bp get zeros. */
 template <int MODE>
 __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y,
                                                        Elem<MODE> *__restrict__ xgt, Elem<MODE> *__restrict__ ygt,
@@ -156,8 +156,8 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
                                                        int64_t dcs, int gate)
 {
     using E = Elem<MODE>;
-    constexpr int KS = MODE == kTF32 ? 8 : 16;
-    static_assert(32 % kBatchBlock == 0 && kBatchBlock % KS == 0, "a tile holds whole blocks and steps");
+    constexpr int KS = MODE == kTF32 ? 8 : 16, V = 16 / sizeof(E); /* a 16-byte piece's positions */
+    static_assert(32 % kBatchBlock == 0 && kBatchBlock % KS == 0 && KS % V == 0, "a tile holds whole blocks, steps, pieces");
     __shared__ float tile[32][33];
     const E *src = blockIdx.z ? y : x;
     E *dst = blockIdx.z ? ygt : xgt;
@@ -178,13 +178,20 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
             tile[ty + 8 * r][tx] = b < B && n < Ni ? load<E>(s[b * Ni + n]) * ph[r] : 0.f;
         }
         __syncthreads();
+        /* 16-byte pieces: piece v holds positions [q0, q0 + V) of row nl of the tile's step
+         * v / (32 KS / V), so a warp stores 512 contiguous bytes */
+        for (int v = threadIdx.x; v < 32 * 32 / V; v += 256) {
+            const int i0 = v * V, step = i0 / (32 * KS), nl = i0 / KS % 32, q0 = i0 % KS;
+            const int64_t q = b0 + step * KS + q0;
+            if (q >= Bp) /* zeros from B to Bp: the maps read whole steps; past Bp nothing */
+                continue;
+            alignas(16) E e[V];
 #pragma unroll
-        for (int r = 0; r < 4; ++r) { /* item i: step i / (32 KS), row (i / KS) % 32, position i % KS */
-            const int i = threadIdx.x + 256 * r, pos = i / (32 * KS) * KS + i % KS, nl = i / KS % 32;
-            const int64_t q = b0 + pos;
-            if (q < Bp) /* zeros from B to Bp: the maps read whole steps */
-                dst[xgt_offset<MODE>(dcs, NB, c, n0 + nl, q)] =
-                    store<E>(tile[pos / kBatchBlock * kBatchBlock + xgt_row(MODE, pos % kBatchBlock)][nl]);
+            for (int k = 0; k < V; ++k) {
+                const int pos = step * KS + q0 + k;
+                e[k] = store<E>(tile[pos / kBatchBlock * kBatchBlock + xgt_row(MODE, pos % kBatchBlock)][nl]);
+            }
+            *(uint4 *)(dst + xgt_offset<MODE>(dcs, NB, c, n0 + nl, q)) = *(const uint4 *)e;
         }
         __syncthreads();
     }
@@ -220,10 +227,11 @@ template <class T> __device__ __forceinline__ void store_two(T *p, float v0, flo
  * `stash` (fp32, the same layout) when later chunks follow, else to gw in its type. slots, flags:
  * the segments' sums and their flags (raised to `epoch`, which grows with the chunk: the flags are
  * zeroed once a backward). One ring runs through all of a block's pieces, so the copies of the
- * next piece are in flight during a piece's epilogue. Thread 0 also produces, polling as the
- * forward does. */
+ * next piece are in flight during a piece's epilogue. A producer warpgroup issues the copies, as
+ * in the forward (kFwdThreads: two consumer warpgroups of kConsumerRegs registers); the epilogue's
+ * barriers span the consumers alone (consumers_sync). */
 template <int ID, int MODE, class Tout, int KK>
-__global__ void __launch_bounds__(256, 1)
+__global__ void __launch_bounds__(kFwdThreads, 1)
     gw_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                   const __grid_constant__ CUtensorMap gomap, const GwSched sch, float *slots, int *flags, int epoch,
                   const float *prev, float *stash, Tout *gw, int Ni, int No)
@@ -241,11 +249,10 @@ __global__ void __launch_bounds__(256, 1)
         total += w.tile >= 0 ? w.k1 - w.k0 : 0;
     }
     tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), total, 2);
-    /* thread 0's copy cursor: the next piece's index, and of the piece being issued its next and
-     * end batch positions and its tile's coordinates (computed once a piece: thread 0 also
-     * computes, and the four warps of its warpgroup meet at every wgmma) */
+    /* the producer's copy cursor: the next piece's index, and of the piece being issued its next
+     * and end batch positions and its tile's coordinates (computed once a piece) */
     int iu = 0, ik = 0, ik1 = 0, ix = 0, im = 0, in = 0;
-    auto issue = [&](int s, uint64_t *bar) { /* thread 0: the next step into buffer s % S */
+    auto issue = [&](int s, uint64_t *bar) { /* the producer: the next step into buffer s % S */
         while (ik >= ik1) {
             const GwUnit w = sch.unit(b, iu++);
             if (w.tile < 0)
@@ -265,6 +272,13 @@ __global__ void __launch_bounds__(256, 1)
         }
         ik += C::KSTEP;
     };
+    if (wgi == 2) { /* the producer warpgroup: one thread issues every step of every piece */
+        wg::setmaxnreg_dec<kProducerRegs>();
+        if (tid == 256)
+            ring.produce(issue);
+        return;
+    }
+    wg::setmaxnreg_inc<kConsumerRegs>();
 
     int s0 = 0;
     for (int u = 0; u < U; ++u) {
@@ -283,7 +297,7 @@ __global__ void __launch_bounds__(256, 1)
                 gw_step<ID, MODE, KK, GR, 1>(acc, buf, 16 * warp + g, t);
         };
         const int n = w.k1 - w.k0;
-        ring.consume_range(s0, s0 + n, issue, [&](int s) {
+        ring.consume_fed(s0, s0 + n, [&](int s) {
             const unsigned char *buf = smem + (s % S) * C::STAGE;
             if constexpr (C::GROUPS == 1)
                 step(std::integral_constant<int, 0>{}, buf);
@@ -311,7 +325,7 @@ __global__ void __launch_bounds__(256, 1)
         if (w.put >= 0) { /* a segment before the last: its sum to its slot, then its flag */
             float2 *dst = (float2 *)(slots + (size_t)w.put * SLOT);
             pairs([&](float &v0, float &v1, int i, int, int, int) { __stcg(dst + i * 256 + tid, make_float2(v0, v1)); });
-            __syncthreads();
+            consumers_sync();
             if (tid == 0) {
                 __threadfence();
                 st_release_gpu(flags + w.put, epoch);
@@ -323,7 +337,7 @@ __global__ void __launch_bounds__(256, 1)
                 for (int q = 0; q < w.nget; ++q)
                     while (ld_acquire_gpu(flags + w.get + q) < epoch)
                         __nanosleep(100);
-            __syncthreads();
+            consumers_sync();
             for (int q = 0; q < w.nget; ++q) {
                 const float2 *src = (const float2 *)(slots + (size_t)(w.get + q) * SLOT);
                 pairs([&](float &v0, float &v1, int i, int, int, int) {

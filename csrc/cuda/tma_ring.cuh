@@ -2,8 +2,8 @@
  * the Hopper FCGP backward kernels: thread 0 issues a step's copies as soon as its buffer is
  * free, polling the "empty" mbarriers (it also computes, so it must not block on them), and
  * blocks only when the step it is about to read has not been issued yet; each consumer
- * warpgroup releases a buffer once its reads of it have completed. (The forward in
- * fcgp_wgmma.cuh gives the copies a producer warpgroup of their own instead.)
+ * warpgroup releases a buffer once its reads of it have completed. Or (produce, consume_fed)
+ * a producer warpgroup of its own issues the copies, as in the forward (fcgp_wgmma.cuh) and gW.
  */
 #pragma once
 
@@ -40,6 +40,27 @@ template <int S> struct Ring {
             mbar_wait(&empty[s % S], ((s - S) / S) & 1);
             issue(issued, &full[issued % S]);
             ++issued;
+        }
+    }
+    /* The other way to feed the ring: one thread of a producer warpgroup issues every step in
+     * order, each once its buffer is free (blocking: it computes nothing), ... */
+    template <class Issue> __device__ __forceinline__ void produce(Issue &&issue)
+    {
+        for (int s = 0; s < steps; ++s) {
+            if (s >= S)
+                mbar_wait(&empty[s % S], ((s - S) / S) & 1);
+            issue(s, &full[s % S]);
+        }
+    }
+    /* ... and the consumer warpgroups go through steps [s0, s1): wait for the step's tiles,
+     * body(s), one release a warpgroup. */
+    template <class Body> __device__ __forceinline__ void consume_fed(int s0, int s1, Body &&body)
+    {
+        for (int s = s0; s < s1; ++s) {
+            mbar_wait(&full[s % S], (s / S) & 1);
+            body(s);
+            if (threadIdx.x % 128 == 0)
+                mbar_arrive(&empty[s % S]);
         }
     }
     /* Every step in order: thread 0 keeps the copies ahead, every thread waits for the step's
