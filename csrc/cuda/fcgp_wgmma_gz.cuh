@@ -25,7 +25,8 @@
  * positions reading the other's G through distributed shared memory. Inside a CTA, warpgroup w
  * takes half its components and their pairs, every pair's accumulators at the same positions,
  * BN / 2 fp32 a pair and thread. Each thread finishes positions as fcgp.cu's gz_kernel does,
- * forming xg, yg from x, y there (no gated copies in memory).
+ * forming xg, yg from x, y there (no gated copies in memory). A third, producer warpgroup
+ * issues the copies (as in the forward and gW), the two computing ones at kConsumerRegs.
  */
 #pragma once
 
@@ -83,7 +84,8 @@ template <int ID, int MODE, int KK = 1> struct GzCfg {
     static constexpr int GROUPS = D == 8 && MODE == kTF32 ? 2 : 1;
     static constexpr int JG = D / GROUPS, JW = JG / 2;      /* components: a CTA, a warpgroup */
     static constexpr int PS = P / GROUPS, QG = NP / GROUPS;  /* a CTA's paths (slots) and pairs */
-    static constexpr int BM = 64, BN = D == 4 || GROUPS == 2 ? 32 : 16, THREADS = 256;
+    static constexpr int BM = 64, BN = D == 4 || GROUPS == 2 ? 32 : 16;
+    static constexpr int THREADS = kFwdThreads, CONSUMERS = 256; /* the forward's producer split */
     static constexpr int KC = MODE == kTF32 ? 8 : 16; /* N_out a wgmma: 32 bytes */
     static constexpr int KS = KC * KK, RB = 32 * KK;  /* N_out a step; its bytes */
     static constexpr int OB = JG * BM * RB, WB = PS * BN * RB, STAGE = OB + WB; /* go tile, W tiles */
@@ -179,7 +181,7 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
  * when not wanted. Clusters of GROUPS CTAs along x: blockIdx.x / GROUPS is the column tile, the
  * rank the group. */
 template <int ID, int MODE, class Tio, int KK>
-__global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bounds__(256, 1)
+__global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bounds__(kFwdThreads, 1)
     gz_tma_kernel(const __grid_constant__ CUtensorMap gomap, const __grid_constant__ CUtensorMap wmap,
                   const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y, Tio *__restrict__ gx,
                   Tio *__restrict__ gy, int B, int Ni, int No, int64_t cs, int gate)
@@ -193,7 +195,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
     const int grp = C::GROUPS == 1 ? 0 : (int)tma::cluster_rank();
     const int n0 = blockIdx.x / C::GROUPS * C::BN, m0 = blockIdx.y * C::BM, steps = (No + C::KS - 1) / C::KS;
     tma::Ring<S> ring((uint64_t *)(smem + C::BARS), steps, 2);
-    auto issue = [&](int s, uint64_t *bar) { /* thread 0: step s into buffer s % S */
+    auto issue = [&](int s, uint64_t *bar) { /* the producer: step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * C::STAGE;
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
         if constexpr (MODE == kTF32) { /* two 32-row halves: the swizzle's rows are 128 bytes */
@@ -204,6 +206,17 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         }
         tma::load_3d(buf + C::OB, &wmap, s * C::KS, n0, grp * C::PS, bar);
     };
+    if (wgi == 2) { /* the producer warpgroup: one thread issues every step */
+        wg::setmaxnreg_dec<kProducerRegs>();
+        if (tid == 256)
+            ring.produce(issue);
+        if constexpr (C::GROUPS > 1) { /* the consumers' two cluster barriers below */
+            tma::cluster_sync();
+            tma::cluster_sync();
+        }
+        return;
+    }
+    wg::setmaxnreg_inc<kConsumerRegs>();
     float *sG = (float *)smem; /* after the K loop, over the ring: G[pair - grp QG][row GS + column] */
 
     /* the K loop and the staging of G for one (group, warpgroup): each has its own accumulator
@@ -213,7 +226,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         constexpr int j0 = GR * C::JG + WG * C::JW, q0 = Plans<ID>::pair.jbegin[j0], nq = pairs_of<ID>(j0, C::JW);
         float acc[C::QW][C::BN / 2];
         zero(acc);
-        ring.consume(issue, [&](int s) {
+        ring.consume_fed(0, steps, [&](int s) {
             const unsigned char *buf = smem + (s % S) * C::STAGE;
             gz_step<ID, MODE, KK, GR, WG>(acc, smem_u32(buf), smem_u32(buf + C::OB), warp, tid % 32);
         });
@@ -247,7 +260,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         else
             run(I1{}, I1{});
     }
-    __syncthreads();
+    consumers_sync();
     if constexpr (C::GROUPS > 1)
         tma::cluster_sync(); /* every CTA's G staged and visible across the cluster */
 
@@ -259,10 +272,10 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         gbase[r] = C::GROUPS == 1 ? 0u : tma::cluster_addr(sG, r);
     const int64_t BNi = cs;
     constexpr int SHARE = C::POS / C::GROUPS;
-    static_assert(SHARE % C::THREADS == 0, "whole rounds of positions");
+    static_assert(SHARE % C::CONSUMERS == 0, "whole rounds of positions");
 #pragma unroll /* so that the loads of the rounds' x, y can overlap */
-    for (int i = 0; i < SHARE / C::THREADS; ++i) {
-        const int pos = grp * SHARE + i * C::THREADS + tid, row = pos / C::BN, col = pos % C::BN;
+    for (int i = 0; i < SHARE / C::CONSUMERS; ++i) {
+        const int pos = grp * SHARE + i * C::CONSUMERS + tid, row = pos / C::BN, col = pos % C::BN;
         const int64_t b = m0 + row, n = n0 + col;
         if (b >= B || n >= Ni)
             continue;
