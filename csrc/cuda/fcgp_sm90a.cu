@@ -509,15 +509,17 @@ int fwd_cluster(int D, int mode, bool bulk)
 
 std::atomic<int> g_gz_kk{-1}; /* FLASHCLIFFORD_FCGP_GZ_KK: 1, 2 or 4; 0: by the rule */
 
-/* gz's wgmma K chunks (32 bytes of N_out) a ring step: 4, or 2 at Cl(3,0) bf16, where 4 spills
- * (its 8 components' fragments beside 176 accumulators) and both ran alike (B 4096, N 512,
+/* gz's wgmma K chunks (32 bytes of N_out) a ring step: 4 at Cl(2,0), 2 at Cl(3,0) (B 4096, N 512,
  * NOTES_FCGP.md session 17: one chunk a step spent most of each step on its waits; 446 -> 231
- * us Cl(2,0) tf32, 937 -> 515 Cl(3,0) tf32, 253 -> 158 Cl(2,0) bf16, 519 -> 379 Cl(3,0) bf16);
+ * us Cl(2,0) tf32, 937 -> 515 Cl(3,0) tf32, 253 -> 158 Cl(2,0) bf16, 519 -> 379 Cl(3,0) bf16).
+ * Since the producer warpgroup (session 21) the consumers have 240 registers: Cl(3,0) tf32 spills
+ * 96 bytes at 4 and measured 481 us at 2 against 493-499; Cl(3,0) bf16 318 at 2, 323 at 4.
  * FLASHCLIFFORD_FCGP_GZ_KK=1, 2 or 4 at start-up fixes it. */
 int gz_chunks_a_step(int D, int mode)
 {
+    (void)mode;
     const int c = env_choice(g_gz_kk, "FLASHCLIFFORD_FCGP_GZ_KK", 1, 4, 0);
-    return c == 1 || c == 2 ? c : c == 4 ? 4 : D == 8 && mode == kBF16 ? 2 : 4;
+    return c == 1 || c == 2 ? c : c == 4 ? 4 : D == 8 ? 2 : 4;
 }
 
 template <int ID, int MODE, class Tout>
