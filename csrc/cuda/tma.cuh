@@ -70,25 +70,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
 #endif
 }
 
-/* Whether the phase with this parity has completed, without waiting: a producer that also
- * computes polls its "empty" barriers between steps instead of blocking on its peers. */
-__device__ __forceinline__ bool mbar_test(uint64_t *bar, uint32_t parity)
-{
-#if FC_HAVE_TMA
-    uint32_t done;
-    asm volatile("{\n.reg .pred p;\n"
-                 "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(smem_u32(bar)), "r"(parity)
-                 : "memory");
-    return done != 0;
-#else
-    __trap();
-    return false;
-#endif
-}
-
 /* Arrive (release, CTA scope) on this CTA's mbarrier: no cluster-scope fence (MEMBAR), for a
  * barrier no other CTA writes into the buffer of. */
 __device__ __forceinline__ void mbar_arrive(uint64_t *bar)

@@ -1,9 +1,10 @@
 /* tma_ring.cuh — one CTA's ring of S shared-memory stages fed by the copy engine (tma.cuh), for
- * the Hopper FCGP backward kernels: thread 0 issues a step's copies as soon as its buffer is
- * free, polling the "empty" mbarriers (it also computes, so it must not block on them), and
- * blocks only when the step it is about to read has not been issued yet; each consumer
- * warpgroup releases a buffer once its reads of it have completed. Or (produce, consume_fed)
- * a producer warpgroup of its own issues the copies, as in the forward (fcgp_wgmma.cuh) and gW.
+ * the Hopper FCGP backward kernels: one thread of a producer warpgroup issues each step's copies
+ * once its buffer is free, and each consumer warpgroup releases a buffer once its reads of it
+ * have completed. Until session 21 thread 0 issued them between its own steps; it held its whole
+ * warpgroup at every stall, and the producer took gW 1019 -> 615 us at Cl(3,0) tf32
+ * (benchmarks/NOTES_FCGP.md). The forward (fcgp_wgmma.cuh) keeps its own ring, which also
+ * releases across a cluster.
  */
 #pragma once
 
@@ -14,9 +15,10 @@ namespace tma {
 
 template <int S> struct Ring {
     uint64_t *full, *empty;
-    int steps, issued = 0;
+    int steps;
 
-    /* Every thread of the CTA constructs it (a barrier inside); bars: 2 S mbarriers in shared memory. */
+    /* Every thread of the CTA constructs it (a barrier inside); bars: 2 S mbarriers in shared
+     * memory; consumers: the warpgroups that release each buffer. */
     __device__ Ring(uint64_t *bars, int steps_, int consumers) : full(bars), empty(bars + S), steps(steps_)
     {
         if (threadIdx.x == 0) {
@@ -28,22 +30,8 @@ template <int S> struct Ring {
         }
         __syncthreads();
     }
-    /* Thread 0, before reading step s (< steps): issue(t, full barrier) copies step t into buffer t % S. */
-    template <class Issue> __device__ __forceinline__ void pump(int s, Issue &&issue)
-    {
-        while (issued < steps && issued < s + S &&
-               (issued < S || mbar_test(&empty[issued % S], ((issued - S) / S) & 1))) {
-            issue(issued, &full[issued % S]);
-            ++issued;
-        }
-        if (issued == s) {
-            mbar_wait(&empty[s % S], ((s - S) / S) & 1);
-            issue(issued, &full[issued % S]);
-            ++issued;
-        }
-    }
-    /* The other way to feed the ring: one thread of a producer warpgroup issues every step in
-     * order, each once its buffer is free (blocking: it computes nothing), ... */
+    /* The producer's thread: issue(s, full barrier) copies step s into buffer s % S, every step
+     * in order, each once the consumers have released its buffer. */
     template <class Issue> __device__ __forceinline__ void produce(Issue &&issue)
     {
         for (int s = 0; s < steps; ++s) {
@@ -52,8 +40,10 @@ template <int S> struct Ring {
             issue(s, &full[s % S]);
         }
     }
-    /* ... and the consumer warpgroups go through steps [s0, s1): wait for the step's tiles,
-     * body(s), one release a warpgroup. */
+    /* The consumer warpgroups, through steps [s0, s1) (a kernel may work through several pieces
+     * in one ring, the next piece's copies in flight during a piece's epilogue): wait for the
+     * step's tiles, body(s) consumes them and returns once its warpgroup's reads of the buffer
+     * are complete (wgmma waited for), then one thread a warpgroup releases the buffer. */
     template <class Body> __device__ __forceinline__ void consume_fed(int s0, int s1, Body &&body)
     {
         for (int s = s0; s < s1; ++s) {
@@ -61,29 +51,6 @@ template <int S> struct Ring {
             body(s);
             if (threadIdx.x % 128 == 0)
                 mbar_arrive(&empty[s % S]);
-        }
-    }
-    /* Every step in order: thread 0 keeps the copies ahead, every thread waits for the step's
-     * tiles, body(s) consumes them and returns once its warpgroup's reads of the buffer are
-     * complete (wgmma waited for), and one thread a warpgroup releases the buffer. */
-    template <class Issue, class Body> __device__ __forceinline__ void consume(Issue &&issue, Body &&body)
-    {
-        consume_range(0, steps, issue, body);
-    }
-    /* Steps [s0, s1) only, the earlier ones consumed already: a kernel that works through several
-     * pieces in one ring, its copies running on into the next piece during a piece's epilogue. */
-    template <class Issue, class Body>
-    __device__ __forceinline__ void consume_range(int s0, int s1, Issue &&issue, Body &&body)
-    {
-        for (int s = s0; s < s1; ++s) {
-            if (threadIdx.x == 0)
-                pump(s, issue);
-            mbar_wait(&full[s % S], (s / S) & 1);
-            body(s);
-            if (threadIdx.x % 128 == 0)
-                mbar_arrive(&empty[s % S]);
-            if (threadIdx.x == 0 && s + 1 < steps)
-                pump(s + 1, issue);
         }
     }
 };
