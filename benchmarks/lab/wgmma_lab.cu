@@ -398,7 +398,7 @@ template <int ID, int MODE, int NTV> struct Run {
          * and store nothing */
         const int gx = (pr.No + C::NT - 1) / C::NT, gy = (pr.B + C::BM - 1) / C::BM;
         cfg.gridDim = dim3((gx + CN - 1) / CN * CN, (gy + CM - 1) / CM * CM);
-        cfg.blockDim = dim3(kFwdThreads); /* with the producer warpgroup */
+        cfg.blockDim = dim3(kSplitThreads); /* with the producer warpgroup */
         cfg.dynamicSmemBytes = smem;
         attr->id = cudaLaunchAttributeClusterDimension;
         attr->val.clusterDim.x = CN;

@@ -515,9 +515,8 @@ std::atomic<int> g_gz_kk{-1}; /* FLASHCLIFFORD_FCGP_GZ_KK: 1, 2 or 4; 0: by the 
  * Since the producer warpgroup (session 21) the consumers have 240 registers: Cl(3,0) tf32 spills
  * 96 bytes at 4 and measured 481 us at 2 against 493-499; Cl(3,0) bf16 318 at 2, 323 at 4.
  * FLASHCLIFFORD_FCGP_GZ_KK=1, 2 or 4 at start-up fixes it. */
-int gz_chunks_a_step(int D, int mode)
+int gz_chunks_a_step(int D)
 {
-    (void)mode;
     const int c = env_choice(g_gz_kk, "FLASHCLIFFORD_FCGP_GZ_KK", 1, 4, 0);
     return c == 1 || c == 2 ? c : c == 4 ? 4 : D == 8 ? 2 : 4;
 }
@@ -586,7 +585,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         attr.id = cudaLaunchAttributeClusterDimension;
         attr.val.clusterDim.x = CN, attr.val.clusterDim.y = CM, attr.val.clusterDim.z = 1;
         cudaLaunchConfig_t cfg{};
-        cfg.gridDim = grid, cfg.blockDim = dim3(kFwdThreads), cfg.dynamicSmemBytes = (size_t)smem;
+        cfg.gridDim = grid, cfg.blockDim = dim3(kSplitThreads), cfg.dynamicSmemBytes = (size_t)smem;
         cfg.stream = st, cfg.attrs = &attr, cfg.numAttrs = 1;
         FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, bulk ? (const E *)wt : (const E *)nullptr, gm, ep,
                                          (int)B, (int)Ni, (int)No));
@@ -735,7 +734,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     };
-    const int gzk = gz_chunks_a_step(D, MODE);
+    const int gzk = gz_chunks_a_step(D);
 
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No;

@@ -581,16 +581,18 @@ template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_sme
 #endif
 constexpr bool RELEASE_CLUSTER = FC_FCGP_CLUSTER_RELEASE_FENCE;
 
-/* The forward's block: two consumer warpgroups and the producer's. Thread 0 issuing between its
- * own steps (up to session 19) refilled a buffer up to a step late when the warpgroups ran out of
- * phase: the producer warpgroup took the kernel from 510 to 464 us at Cl(3,0) tf32, 179 -> 144
- * Cl(2,0) tf32, 103 -> 87 Cl(2,0) bf16, 268 -> 265 Cl(3,0) bf16 (whose consumers spill 80-96
- * bytes at 240 registers; NOTES_FCGP.md session 20). */
-constexpr int kFwdThreads = 384, kProducerRegs = 24, kConsumerRegs = 240;
+/* The block of the forward, gW and gz: two consumer warpgroups (threads 0-255, the ones
+ * consumers_sync spans) and the producer's. Thread 0 issuing between its own steps (up to session
+ * 19) refilled a buffer up to a step late when the warpgroups ran out of phase: the producer
+ * warpgroup took the forward kernel from 510 to 464 us at Cl(3,0) tf32, 179 -> 144 Cl(2,0) tf32,
+ * 103 -> 87 Cl(2,0) bf16, 268 -> 265 Cl(3,0) bf16 (whose consumers spill 80-96 bytes at 240
+ * registers; NOTES_FCGP.md session 20), and gW 1019 -> 615 us at Cl(3,0) tf32 (session 21). */
+constexpr int kSplitThreads = 384, kConsumerThreads = 256, kProducerRegs = 24, kConsumerRegs = 240;
+static_assert(kSplitThreads == kConsumerThreads + 128, "two consumer warpgroups and the producer's");
 static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * 168, "the launch's 65536 registers / 384 threads");
 
 template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true>
-__global__ void __launch_bounds__(kFwdThreads, 1)
+__global__ void __launch_bounds__(kSplitThreads, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, const Elem<MODE> *__restrict__ wst,
                    const __grid_constant__ CUtensorMap gmap,

@@ -52,7 +52,7 @@ template <int ID> constexpr bool x_split_by_paths(int groups)
 template <int ID, int MODE, int KK = 1> struct GwCfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
     static constexpr int GROUPS = D == 8 ? 2 : 1, PG = P / GROUPS, PH = PG / 2, XC = D / GROUPS;
-    static constexpr int BM = 64, NT = 48, THREADS = kFwdThreads; /* the forward's split */
+    static constexpr int BM = 64, NT = 48, THREADS = kSplitThreads; /* a producer warpgroup */
     static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* batch rows a sub-step: 32 bytes */
     static constexpr int KSTEP = KS * KK;                     /* batch rows a ring step */
     static constexpr int XB = XC * BM * 32, YB = D * BM * 32; /* the group's xg^T, all of yg^T */
@@ -228,10 +228,10 @@ template <class T> __device__ __forceinline__ void store_two(T *p, float v0, flo
  * the segments' sums and their flags (raised to `epoch`, which grows with the chunk: the flags are
  * zeroed once a backward). One ring runs through all of a block's pieces, so the copies of the
  * next piece are in flight during a piece's epilogue. A producer warpgroup issues the copies, as
- * in the forward (kFwdThreads: two consumer warpgroups of kConsumerRegs registers); the epilogue's
+ * in the forward (kSplitThreads: two consumer warpgroups of kConsumerRegs registers); the epilogue's
  * barriers span the consumers alone (consumers_sync). */
 template <int ID, int MODE, class Tout, int KK>
-__global__ void __launch_bounds__(kFwdThreads, 1)
+__global__ void __launch_bounds__(kSplitThreads, 1)
     gw_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                   const __grid_constant__ CUtensorMap gomap, const GwSched sch, float *slots, int *flags, int epoch,
                   const float *prev, float *stash, Tout *gw, int Ni, int No)

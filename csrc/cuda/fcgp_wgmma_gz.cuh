@@ -85,7 +85,7 @@ template <int ID, int MODE, int KK = 1> struct GzCfg {
     static constexpr int JG = D / GROUPS, JW = JG / 2;      /* components: a CTA, a warpgroup */
     static constexpr int PS = P / GROUPS, QG = NP / GROUPS;  /* a CTA's paths (slots) and pairs */
     static constexpr int BM = 64, BN = D == 4 || GROUPS == 2 ? 32 : 16;
-    static constexpr int THREADS = kFwdThreads, CONSUMERS = 256; /* the forward's producer split */
+    static constexpr int THREADS = kSplitThreads; /* kConsumerThreads compute */
     static constexpr int KC = MODE == kTF32 ? 8 : 16; /* N_out a wgmma: 32 bytes */
     static constexpr int KS = KC * KK, RB = 32 * KK;  /* N_out a step; its bytes */
     static constexpr int OB = JG * BM * RB, WB = PS * BN * RB, STAGE = OB + WB; /* go tile, W tiles */
@@ -181,7 +181,7 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
  * when not wanted. Clusters of GROUPS CTAs along x: blockIdx.x / GROUPS is the column tile, the
  * rank the group. */
 template <int ID, int MODE, class Tio, int KK>
-__global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bounds__(kFwdThreads, 1)
+__global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bounds__(kSplitThreads, 1)
     gz_tma_kernel(const __grid_constant__ CUtensorMap gomap, const __grid_constant__ CUtensorMap wmap,
                   const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y, Tio *__restrict__ gx,
                   Tio *__restrict__ gy, int B, int Ni, int No, int64_t cs, int gate)
@@ -272,10 +272,10 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         gbase[r] = C::GROUPS == 1 ? 0u : tma::cluster_addr(sG, r);
     const int64_t BNi = cs;
     constexpr int SHARE = C::POS / C::GROUPS;
-    static_assert(SHARE % C::CONSUMERS == 0, "whole rounds of positions");
+    static_assert(SHARE % kConsumerThreads == 0, "whole rounds of positions");
 #pragma unroll /* so that the loads of the rounds' x, y can overlap */
-    for (int i = 0; i < SHARE / C::CONSUMERS; ++i) {
-        const int pos = grp * SHARE + i * C::CONSUMERS + tid, row = pos / C::BN, col = pos % C::BN;
+    for (int i = 0; i < SHARE / kConsumerThreads; ++i) {
+        const int pos = grp * SHARE + i * kConsumerThreads + tid, row = pos / C::BN, col = pos % C::BN;
         const int64_t b = m0 + row, n = n0 + col;
         if (b >= B || n >= Ni)
             continue;
