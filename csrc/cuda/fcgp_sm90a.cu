@@ -761,8 +761,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 xgt = (E *)(p + L.xgt), ygt = (E *)(p + L.ygt);
                 dcs = gw_rows(Ni) * Bp;
             }
-            gelu_transpose<MODE><<<dim3((unsigned)(gw_rows(Ni) / 32), (unsigned)cdiv(Bp, 32), 2), 256, 0, st>>>(
-                x + b0 * Ni, y + b0 * Ni, xgt, ygt, D, rows, Ni, Bp, B * Ni, dcs, a->gate);
+            gelu_transpose<MODE, D><<<dim3((unsigned)(gw_rows(Ni) / 32), (unsigned)cdiv(Bp, 32), 2), 256, 0, st>>>(
+                x + b0 * Ni, y + b0 * Ni, xgt, ygt, rows, Ni, Bp, B * Ni, dcs, a->gate);
             FC_LAUNCH_CHECK(st);
             /* xg^T, yg^T in stage order: rows of 256 bytes (8 of a tile's), a box one tile of 8
              * rows and the group's (XC) or all (D) components; go^T in boxes of 32-byte rows */

@@ -146,54 +146,58 @@ __host__ __device__ constexpr int64_t xgt_offset(int64_t dcs, int64_t NB, int c,
  * MVGELU applied when gate (SPEC: xg_i = x_i Phi(x_0)), in the operand type, the batch inside
  * each block of kBatchBlock in gW's order (xgt_row); components dcs apart (NB 64 Bp, or wider
  * where it lies in grad_x; 16-byte aligned, dcs a multiple of 16 bytes); blockIdx.z picks x ->
- * xgt or y -> ygt. 32 x 32 tiles (rows of N_in x batch positions) through shared memory: the
- * loads go along x's rows, the 16-byte stores along the stage-order runs (32 rows x KS positions
- * contiguous a step); rows from N_in to NB 64 and positions from B to Bp get zeros. */
-template <int MODE>
+ * xgt or y -> ygt. A 32 x 32 tile (rows of N_in x batch positions) of all D components through
+ * shared memory: every thread's D x 4 loads go out before the one barrier (one component a
+ * barrier, as up to session 21, left 4 loads a thread in flight: 122 us against 85 at the copy
+ * rate, Cl(3,0) tf32), along x's rows; the 16-byte stores go along the stage-order runs (32 rows
+ * x KS positions contiguous a step); rows from N_in to NB 64 and positions from B to Bp get
+ * zeros. */
+template <int MODE, int D>
 __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y,
                                                        Elem<MODE> *__restrict__ xgt, Elem<MODE> *__restrict__ ygt,
-                                                       int D, int64_t B, int64_t Ni, int64_t Bp, int64_t cs,
-                                                       int64_t dcs, int gate)
+                                                       int64_t B, int64_t Ni, int64_t Bp, int64_t cs, int64_t dcs,
+                                                       int gate)
 {
     using E = Elem<MODE>;
-    constexpr int KS = MODE == kTF32 ? 8 : 16, V = 16 / sizeof(E); /* a 16-byte piece's positions */
+    constexpr int KS = MODE == kTF32 ? 8 : 16, V = 16 / sizeof(E), PIECES = 32 * 32 / V; /* a component's */
     static_assert(32 % kBatchBlock == 0 && kBatchBlock % KS == 0 && KS % V == 0, "a tile holds whole blocks, steps, pieces");
-    __shared__ float tile[32][33];
+    __shared__ float tile[D][32][33];
     const E *src = blockIdx.z ? y : x;
     E *dst = blockIdx.z ? ygt : xgt;
     const int64_t n0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32, NB = (Ni + 63) / 64;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-    float ph[4];
+    float v[D][4];
 #pragma unroll
-    for (int r = 0; r < 4; ++r) { /* the gate at this thread's positions, from component 0 */
-        const int64_t b = b0 + ty + 8 * r, n = n0 + tx;
-        const float u = b < B && n < Ni ? load<E>(src[b * Ni + n]) : 0.f;
-        ph[r] = gate ? gelu_gate(u) : 1.f;
-    }
-    for (int c = 0; c < D; ++c) {
-        const E *s = src + (int64_t)c * cs;
+    for (int c = 0; c < D; ++c)
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             const int64_t b = b0 + ty + 8 * r, n = n0 + tx;
-            tile[ty + 8 * r][tx] = b < B && n < Ni ? load<E>(s[b * Ni + n]) * ph[r] : 0.f;
+            v[c][r] = b < B && n < Ni ? load<E>(src[c * cs + b * Ni + n]) : 0.f;
         }
-        __syncthreads();
-        /* 16-byte pieces: piece v holds positions [q0, q0 + V) of row nl of the tile's step
-         * v / (32 KS / V), so a warp stores 512 contiguous bytes */
-        for (int v = threadIdx.x; v < 32 * 32 / V; v += 256) {
-            const int i0 = v * V, step = i0 / (32 * KS), nl = i0 / KS % 32, q0 = i0 % KS;
-            const int64_t q = b0 + step * KS + q0;
-            if (q >= Bp) /* zeros from B to Bp: the maps read whole steps; past Bp nothing */
-                continue;
-            alignas(16) E e[V];
 #pragma unroll
-            for (int k = 0; k < V; ++k) {
-                const int pos = step * KS + q0 + k;
-                e[k] = store<E>(tile[pos / kBatchBlock * kBatchBlock + xgt_row(MODE, pos % kBatchBlock)][nl]);
-            }
-            *(uint4 *)(dst + xgt_offset<MODE>(dcs, NB, c, n0 + nl, q)) = *(const uint4 *)e;
+    for (int r = 0; r < 4; ++r) {
+        const float ph = gate ? gelu_gate(v[0][r]) : 1.f; /* the gate from component 0 */
+#pragma unroll
+        for (int c = 0; c < D; ++c)
+            tile[c][ty + 8 * r][tx] = v[c][r] * ph;
+    }
+    __syncthreads();
+    /* 16-byte pieces: piece i of a component holds positions [q0, q0 + V) of row nl of the
+     * tile's step i V / (32 KS), so a warp stores 512 contiguous bytes */
+    static_assert(D * PIECES % 256 == 0, "whole rounds of pieces");
+#pragma unroll
+    for (int it = 0; it < D * PIECES / 256; ++it) {
+        const int w = it * 256 + threadIdx.x, c = w / PIECES, i0 = w % PIECES * V, step = i0 / (32 * KS), nl = i0 / KS % 32, q0 = i0 % KS;
+        const int64_t q = b0 + step * KS + q0;
+        if (q >= Bp) /* zeros from B to Bp: the maps read whole steps; past Bp nothing */
+            continue;
+        alignas(16) E e[V];
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const int pos = step * KS + q0 + k;
+            e[k] = store<E>(tile[c][pos / kBatchBlock * kBatchBlock + xgt_row(MODE, pos % kBatchBlock)][nl]);
         }
-        __syncthreads();
+        *(uint4 *)(dst + xgt_offset<MODE>(dcs, NB, c, n0 + nl, q)) = *(const uint4 *)e;
     }
 }
 
