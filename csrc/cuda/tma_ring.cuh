@@ -47,11 +47,18 @@ template <int S> struct Ring {
     template <class Body> __device__ __forceinline__ void consume_fed(int s0, int s1, Body &&body)
     {
         for (int s = s0; s < s1; ++s) {
-            mbar_wait(&full[s % S], (s / S) & 1);
+            wait_full(s);
             body(s);
-            if (threadIdx.x % 128 == 0)
-                mbar_arrive(&empty[s % S]);
+            release(s);
         }
+    }
+    /* The pieces of consume_fed, for a consumer that releases a step later than it waits for it
+     * (its wgmmas still reading the buffer after the step's body). */
+    __device__ __forceinline__ void wait_full(int s) { mbar_wait(&full[s % S], (s / S) & 1); }
+    __device__ __forceinline__ void release(int s)
+    {
+        if (threadIdx.x % 128 == 0)
+            mbar_arrive(&empty[s % S]);
     }
 };
 
