@@ -199,15 +199,6 @@ int gw_sub_steps(int D, int mode)
     return c > 0 ? c : D == 8 && mode == kTF32 ? 1 : 2;
 }
 
-std::atomic<int> g_gw_pipe{-1}; /* FLASHCLIFFORD_FCGP_GW_PIPE: 0 or 1 */
-
-/* Whether gW's warpgroups keep a step's last wgmmas in flight into the next step (gw_consume's
- * PIPE); FLASHCLIFFORD_FCGP_GW_PIPE=0 at start-up drains them at each step's end. */
-bool gw_pipe() { return switch_state(g_gw_pipe, "FLASHCLIFFORD_FCGP_GW_PIPE", 1); }
-std::atomic<int> g_gz_pipe{-1}; /* FLASHCLIFFORD_FCGP_GZ_PIPE: 0 or 1 */
-/* The same for gz's steps (gz_tma_kernel's PIPE) */
-bool gz_pipe() { return switch_state(g_gz_pipe, "FLASHCLIFFORD_FCGP_GZ_PIPE", 1); }
-
 /* gW's schedule for a chunk of Bp padded rows on this device: its steps are the ring's. */
 GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 {
@@ -723,10 +714,9 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     }
     /* gz over a chunk, KK wgmma K chunks a ring step: the maps' boxes are a step long, W's rows in
      * the swizzle of its step's bytes */
-    auto gz = [&](auto kk, auto pipe, int64_t b0, int64_t rows, int64_t Bp) -> fc_status {
+    auto gz = [&](auto kk, int64_t b0, int64_t rows, int64_t Bp) -> fc_status {
         using Zk = GzCfg<ID, MODE, decltype(kk)::value>;
-        /* clusters of GROUPS CTAs along x */
-        auto kgz = gz_tma_kernel<ID, MODE, Tio, decltype(kk)::value, decltype(pipe)::value>;
+        auto kgz = gz_tma_kernel<ID, MODE, Tio, decltype(kk)::value>; /* clusters of GROUPS CTAs along x */
         FC_CUDA_CHECK(cudaFuncSetAttribute(kgz, cudaFuncAttributeMaxDynamicSharedMemorySize, Zk::SMEM));
         constexpr CUtensorMapSwizzle wsw = Zk::RB == 32   ? CU_TENSOR_MAP_SWIZZLE_32B
                                            : Zk::RB == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
@@ -787,9 +777,9 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
             /* all Bp positions: a row may lie past `rows` (got_row) */
             const GwSched sch = gw_sched(a, MODE, Bp);
             const bool last = b0 + rows >= B;
-            auto gw = [&](auto kk, auto pipe) -> fc_status {
+            auto gw = [&](auto kk) -> fc_status {
                 using Wk = GwCfg<ID, MODE, decltype(kk)::value>;
-                auto kgw = gw_tma_kernel<ID, MODE, Tio, decltype(kk)::value, decltype(pipe)::value>;
+                auto kgw = gw_tma_kernel<ID, MODE, Tio, decltype(kk)::value>;
                 FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, Wk::SMEM));
                 kgw<<<(unsigned)sch.grid, Wk::THREADS, Wk::SMEM, st>>>(xm, ym, gm, sch, (float *)(p + L.slots), flags,
                                                                        (int)c + 1, c > 0 ? wsum : nullptr,
@@ -798,21 +788,14 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 return FC_OK;
             };
             /* the sub-steps gw_sched counted with */
-            auto gwk = [&](auto pipe) {
-                return gw_sub_steps(D, MODE) == 2 ? gw(std::integral_constant<int, 2>{}, pipe)
-                                                  : gw(std::integral_constant<int, 1>{}, pipe);
-            };
-            s = gw_pipe() ? gwk(std::true_type{}) : gwk(std::false_type{});
+            s = gw_sub_steps(D, MODE) == 2 ? gw(std::integral_constant<int, 2>{}) : gw(std::integral_constant<int, 1>{});
             if (s != FC_OK)
                 return s;
         }
         if (need_xy) { /* the chunk's input gradients, over its xg^T, yg^T when they lay in grad_x, grad_y */
-            auto gzp = [&](auto pipe) {
-                return gzk == 4   ? gz(std::integral_constant<int, 4>{}, pipe, b0, rows, Bp)
-                       : gzk == 2 ? gz(std::integral_constant<int, 2>{}, pipe, b0, rows, Bp)
-                                  : gz(std::integral_constant<int, 1>{}, pipe, b0, rows, Bp);
-            };
-            s = gz_pipe() ? gzp(std::true_type{}) : gzp(std::false_type{});
+            s = gzk == 4   ? gz(std::integral_constant<int, 4>{}, b0, rows, Bp)
+                : gzk == 2 ? gz(std::integral_constant<int, 2>{}, b0, rows, Bp)
+                           : gz(std::integral_constant<int, 1>{}, b0, rows, Bp);
             if (s != FC_OK)
                 return s;
         }

@@ -93,85 +93,39 @@ template <int ID, int P0, int N> __host__ __device__ constexpr int max_path_pair
 /* One warpgroup's step (path group GR) over the KK sub-steps of a stage: for each, this thread's
  * x, y fragments, then path by path the A fragments of the path's pairs and their wgmmas on the
  * go_j^T tiles. A path has only ~2 pairs of narrow (N = NT) wgmmas, too little work to wait on
- * alone: the fragments alternate between two register sets (a, the caller's, so that they
- * outlive the step), so a path forms its fragments while the previous path's wgmmas run, and
- * waits (wait<1>) only for that one. PAR: the set of the step's first path (its index over the
- * whole piece, mod 2). DRAIN: wait for all of the step's wgmmas before returning (the stage may
- * be released at once); else the last path's wgmmas stay in flight into the next step, whose
- * first wait<1> retires them (the caller releases the stage after that step: gw_consume). */
-template <int ID, int MODE, int KK, int GR, int WG> struct GwStep {
-    using C = GwCfg<ID, MODE, KK>;
-    static constexpr int D = C::D, P0 = GR * C::PG + WG * C::PH, NQ = max_path_pairs<ID, P0, C::PH>();
-    using Regs = uint32_t[2][NQ][4];
-
-    template <int PAR, bool DRAIN>
-    static __device__ __forceinline__ void run(float (&acc)[C::PH][C::NT / 2], Regs &a, const unsigned char *buf,
-                                               int r0, int t)
-    {
-        Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
-        static_for<KK>([&](auto kk) {
-            constexpr int K = decltype(kk)::value;
-            const unsigned char *sub = buf + K * C::SUB;
-            load_frags<D, C::BM, GR * C::XC, C::XC, false>(f, sub, sub + C::XB, r0, t);
-            const uint32_t go_smem = smem_u32(sub + C::XB + C::YB);
-            static_for<C::PH>([&](auto pl) {
-                constexpr int L = decltype(pl)::value, I = K * C::PH + L, p = P0 + L, nq = path_pairs<ID>(p),
-                              b = (PAR + I) % 2;
-                static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value)>(a[b][decltype(u)::value], f); });
-                wg::fence();
-                static_for<nq>([&](auto u) {
-                    constexpr int j = Plans<ID>::pair.pj[path_pair<ID>(p, decltype(u)::value)];
-                    wg::MmaRS<MODE, C::NT>::run(acc[L], a[b][decltype(u)::value],
-                                                wg::desc_kmajor_swz<32>(go_smem + j * C::NT * 32), 1);
-                });
-                wg::commit();
-                if constexpr (I > 0 || !DRAIN) {
-                    wg::wait<1>();                /* the path before is done ... */
-                    wg::fence_operands(a[1 - b]); /* ... and only now may its registers be reused */
-                }
-            });
-        });
-        if constexpr (DRAIN) {
-            wg::wait<0>();
-            wg::fence_operands(a[(PAR + KK * C::PH - 1) % 2]);
-        }
-    }
-};
-
-/* A warpgroup through steps [s0, s1) of the ring (the stages of one piece). PIPE: each step's
- * last wgmmas run on into the next step (GwStep's DRAIN off), so the tensor cores see no gap
- * at a step's end (the wait<0>, the stage's release, the full-barrier wait, the fragment loads
- * and the first path's forming, ~a tenth of a step); a stage is released one step later, after
- * the next step's first wait<1>, and the piece's last one after a wait<0>. */
-template <int ID, int MODE, int KK, int GR, int WG, bool PIPE, int S>
-__device__ __forceinline__ void gw_consume(tma::Ring<S> &ring, float (&acc)[GwCfg<ID, MODE, KK>::PH][GwCfg<ID, MODE, KK>::NT / 2],
-                                           const unsigned char *smem, int s0, int s1, int r0, int t)
+ * alone: the fragments alternate between two register sets, so a path forms its fragments while
+ * the previous path's wgmmas run (also across sub-steps), and waits (wait<1>) only for that one. */
+template <int ID, int MODE, int KK, int GR, int WG>
+__device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][GwCfg<ID, MODE, KK>::NT / 2],
+                                        const unsigned char *buf, int r0, int t)
 {
     using C = GwCfg<ID, MODE, KK>;
-    using St = GwStep<ID, MODE, KK, GR, WG>;
-    typename St::Regs a;
-    constexpr bool ODD = KK * C::PH % 2 == 1; /* the register set of a step's first path alternates */
-    if constexpr (!PIPE) {
-        ring.consume_fed(s0, s1, [&](int s) {
-            St::template run<0, true>(acc, a, smem + (s % S) * C::STAGE, r0, t);
+    constexpr int D = C::D, P0 = GR * C::PG + WG * C::PH, NQ = max_path_pairs<ID, P0, C::PH>();
+    uint32_t a[2][NQ][4];
+    Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
+    static_for<KK>([&](auto kk) {
+        constexpr int K = decltype(kk)::value;
+        const unsigned char *sub = buf + K * C::SUB;
+        load_frags<D, C::BM, GR * C::XC, C::XC, false>(f, sub, sub + C::XB, r0, t);
+        const uint32_t go_smem = smem_u32(sub + C::XB + C::YB);
+        static_for<C::PH>([&](auto pl) {
+            constexpr int L = decltype(pl)::value, I = K * C::PH + L, p = P0 + L, nq = path_pairs<ID>(p), b = I % 2;
+            static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value)>(a[b][decltype(u)::value], f); });
+            wg::fence();
+            static_for<nq>([&](auto u) {
+                constexpr int j = Plans<ID>::pair.pj[path_pair<ID>(p, decltype(u)::value)];
+                wg::MmaRS<MODE, C::NT>::run(acc[L], a[b][decltype(u)::value],
+                                            wg::desc_kmajor_swz<32>(go_smem + j * C::NT * 32), 1);
+            });
+            wg::commit();
+            if constexpr (I > 0) {
+                wg::wait<1>();                /* the path before is done ... */
+                wg::fence_operands(a[1 - b]); /* ... and only now may its registers be reused */
+            }
         });
-    } else {
-        for (int s = s0; s < s1; ++s) {
-            ring.wait_full(s);
-            const unsigned char *buf = smem + (s % S) * C::STAGE;
-            if (ODD && (s - s0) % 2 == 1)
-                St::template run<1, false>(acc, a, buf, r0, t);
-            else
-                St::template run<0, false>(acc, a, buf, r0, t);
-            if (s > s0) /* the step before: its wgmmas retired by this step's first wait<1> */
-                ring.release(s - 1);
-        }
-        wg::wait<0>();
-        wg::fence_operands(a[0]);
-        wg::fence_operands(a[1]);
-        if (s1 > s0)
-            ring.release(s1 - 1);
-    }
+    });
+    wg::wait<0>();
+    wg::fence_operands(a[(KK * C::PH - 1) % 2]);
 }
 
 /* xg^T, yg^T in stage order: for each component, the tiles gW's ring brings, one after another.
@@ -280,7 +234,7 @@ template <class T> __device__ __forceinline__ void store_two(T *p, float v0, flo
  * next piece are in flight during a piece's epilogue. A producer warpgroup issues the copies, as
  * in the forward (kSplitThreads: two consumer warpgroups of kConsumerRegs registers); the epilogue's
  * barriers span the consumers alone (consumers_sync). */
-template <int ID, int MODE, class Tout, int KK, bool PIPE>
+template <int ID, int MODE, class Tout, int KK>
 __global__ void __launch_bounds__(kSplitThreads, 1)
     gw_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                   const __grid_constant__ CUtensorMap gomap, const GwSched sch, float *slots, int *flags, int epoch,
@@ -338,21 +292,24 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         const int bx = w.tile % nx, grp = bx % C::GROUPS, m0 = bx / C::GROUPS * C::NT, n0 = w.tile / nx * C::BM;
         float acc[C::PH][C::NT / 2];
         zero(acc);
-        /* the steps of path group GR, a compile-time constant (its paths index the fragments) */
-        const int n = w.k1 - w.k0;
-        auto steps = [&](auto gr) {
+        /* the step of path group GR, a compile-time constant (its paths index the fragments) */
+        auto step = [&](auto gr, const unsigned char *buf) {
             constexpr int GR = decltype(gr)::value;
             if (wgi == 0)
-                gw_consume<ID, MODE, KK, GR, 0, PIPE>(ring, acc, smem, s0, s0 + n, 16 * warp + g, t);
+                gw_step<ID, MODE, KK, GR, 0>(acc, buf, 16 * warp + g, t);
             else
-                gw_consume<ID, MODE, KK, GR, 1, PIPE>(ring, acc, smem, s0, s0 + n, 16 * warp + g, t);
+                gw_step<ID, MODE, KK, GR, 1>(acc, buf, 16 * warp + g, t);
         };
-        if constexpr (C::GROUPS == 1)
-            steps(std::integral_constant<int, 0>{});
-        else if (grp == 0)
-            steps(std::integral_constant<int, 0>{});
-        else
-            steps(std::integral_constant<int, 1>{});
+        const int n = w.k1 - w.k0;
+        ring.consume_fed(s0, s0 + n, [&](int s) {
+            const unsigned char *buf = smem + (s % S) * C::STAGE;
+            if constexpr (C::GROUPS == 1)
+                step(std::integral_constant<int, 0>{}, buf);
+            else if (grp == 0)
+                step(std::integral_constant<int, 0>{}, buf);
+            else
+                step(std::integral_constant<int, 1>{}, buf);
+        });
         s0 += n;
 #pragma unroll
         for (int pl = 0; pl < C::PH; ++pl)

@@ -142,20 +142,17 @@ __device__ __forceinline__ void go_frag(uint32_t (&a)[4], uint32_t tile, int jl,
 /* One warpgroup's step (CTA group GR, warpgroup WG): the A fragments of its components of go
  * for each K chunk, then one wgmma a chunk and component j on the side-by-side W tiles of j's
  * paths into j's pairs' accumulators (adjacent: pairs are ordered by j, then by path, which is
- * slot order within a grade), all in flight together. The fragments go to register set PAR of
- * a (the caller's, so that they outlive the step). DRAIN: wait for the step's wgmmas before
- * returning; else they run on into the next step, whose wait<1> retires them (gz_tma_kernel's
- * PIPE: the caller releases the stage a step later). */
-template <int ID, int MODE, int KK, int GR, int WG, int PAR, bool DRAIN>
+ * slot order within a grade), all in flight together. */
+template <int ID, int MODE, int KK, int GR, int WG>
 __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][GzCfg<ID, MODE, KK>::BN / 2],
-                                        uint32_t (&a)[2][KK][GzCfg<ID, MODE, KK>::JW][4], uint32_t go_smem,
-                                        uint32_t w_smem, int warp, int lane)
+                                        uint32_t go_smem, uint32_t w_smem, int warp, int lane)
 {
     using C = GzCfg<ID, MODE, KK>;
     constexpr int jl0 = WG * C::JW, j0 = GR * C::JG + jl0, q0 = Plans<ID>::pair.jbegin[j0];
+    uint32_t a[KK][C::JW][4];
     static_for<KK>([&](auto kk) {
         static_for<C::JW>([&](auto u) { /* go^T is tf32-rounded already */
-            go_frag<MODE, C::JG, KK>(a[PAR][decltype(kk)::value][decltype(u)::value], go_smem, jl0 + decltype(u)::value,
+            go_frag<MODE, C::JG, KK>(a[decltype(kk)::value][decltype(u)::value], go_smem, jl0 + decltype(u)::value,
                                      decltype(kk)::value, warp, lane);
         });
     });
@@ -166,20 +163,15 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
             constexpr int N = (Plans<ID>::pair.jbegin[j + 1] - qa) * C::BN;
             constexpr int w_off = (C::slots.first[j] - GR * C::PS) * C::BN * C::RB + 32 * decltype(kk)::value;
             float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(&acc[qa - q0][0]);
-            wg::MmaRS<MODE, N>::run(d, a[PAR][decltype(kk)::value][decltype(u)::value],
+            wg::MmaRS<MODE, N>::run(d, a[decltype(kk)::value][decltype(u)::value],
                                     wg::desc_kmajor_swz<C::RB>(w_smem + w_off), 1);
         });
     });
     wg::commit();
-    /* the A registers stay unused until the wgmmas reading them retire */
-    constexpr int DONE = DRAIN ? PAR : 1 - PAR;
-    if constexpr (DRAIN)
-        wg::wait<0>();
-    else
-        wg::wait<1>();
+    wg::wait<0>();
 #pragma unroll
-    for (int kk = 0; kk < KK; ++kk)
-        wg::fence_operands(a[DONE][kk]);
+    for (int kk = 0; kk < KK; ++kk) /* the A registers stay unused until the wgmmas reading them retire */
+        wg::fence_operands(a[kk]);
 }
 
 /* gomap over go^T (Bp, N_out, D) of a chunk of B rows, boxes of 32 (tf32) or 64 (bf16) batch x
@@ -188,7 +180,7 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
  * (xg, yg) and its backward the epilogue forms at each position; gx, gy (the same layout): NULL
  * when not wanted. Clusters of GROUPS CTAs along x: blockIdx.x / GROUPS is the column tile, the
  * rank the group. */
-template <int ID, int MODE, class Tio, int KK, bool PIPE>
+template <int ID, int MODE, class Tio, int KK>
 __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bounds__(kSplitThreads, 1)
     gz_tma_kernel(const __grid_constant__ CUtensorMap gomap, const __grid_constant__ CUtensorMap wmap,
                   const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y, Tio *__restrict__ gx,
@@ -234,36 +226,10 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         constexpr int j0 = GR * C::JG + WG * C::JW, q0 = Plans<ID>::pair.jbegin[j0], nq = pairs_of<ID>(j0, C::JW);
         float acc[C::QW][C::BN / 2];
         zero(acc);
-        uint32_t a[2][KK][C::JW][4];
-        auto buf = [&](int s) { return smem_u32(smem + (s % S) * C::STAGE); };
-        if constexpr (!PIPE) {
-            ring.consume_fed(0, steps, [&](int s) {
-                gz_step<ID, MODE, KK, GR, WG, 0, true>(acc, a, buf(s), buf(s) + C::OB, warp, tid % 32);
-            });
-        } else { /* a step's wgmmas run on into the next; its stage is released after that one */
-            auto one = [&](auto par, int s) {
-                ring.wait_full(s);
-                gz_step<ID, MODE, KK, GR, WG, decltype(par)::value, false>(acc, a, buf(s), buf(s) + C::OB, warp,
-                                                                           tid % 32);
-                if (s > 0)
-                    ring.release(s - 1);
-            };
-            int s = 0; /* two steps an iteration, one register set each: no branch between them */
-            for (; s + 1 < steps; s += 2) {
-                one(std::integral_constant<int, 0>{}, s);
-                one(std::integral_constant<int, 1>{}, s + 1);
-            }
-            if (s < steps)
-                one(std::integral_constant<int, 0>{}, s);
-            wg::wait<0>();
-#pragma unroll
-            for (int kk = 0; kk < KK; ++kk) {
-                wg::fence_operands(a[0][kk]);
-                wg::fence_operands(a[1][kk]);
-            }
-            if (steps > 0)
-                ring.release(steps - 1);
-        }
+        ring.consume_fed(0, steps, [&](int s) {
+            const unsigned char *buf = smem + (s % S) * C::STAGE;
+            gz_step<ID, MODE, KK, GR, WG>(acc, smem_u32(buf), smem_u32(buf + C::OB), warp, tid % 32);
+        });
 #pragma unroll
         for (int ql = 0; ql < C::QW; ++ql)
             wg::fence_operands(acc[ql]);

@@ -47,18 +47,11 @@ template <int S> struct Ring {
     template <class Body> __device__ __forceinline__ void consume_fed(int s0, int s1, Body &&body)
     {
         for (int s = s0; s < s1; ++s) {
-            wait_full(s);
+            mbar_wait(&full[s % S], (s / S) & 1);
             body(s);
-            release(s);
+            if (threadIdx.x % 128 == 0)
+                mbar_arrive(&empty[s % S]);
         }
-    }
-    /* The pieces of consume_fed, for a consumer that releases a step later than it waits for it
-     * (its wgmmas still reading the buffer after the step's body). */
-    __device__ __forceinline__ void wait_full(int s) { mbar_wait(&full[s % S], (s / S) & 1); }
-    __device__ __forceinline__ void release(int s)
-    {
-        if (threadIdx.x % 128 == 0)
-            mbar_arrive(&empty[s % S]);
     }
 };
 
