@@ -207,10 +207,12 @@ GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 }
 
 int64_t up_block(int64_t n) { return cdiv(n, kBlockRows) * kBlockRows; }
+/* N_out rounded up to whole row groups: the rows of go^T's panels (got_offset) */
+__host__ __device__ constexpr int64_t got_rows(int64_t no) { return (no + 7) / 8 * 8; }
 /* N_in in whole row blocks: the rows of xg^T, yg^T in stage order (xgt_offset) */
 int64_t gw_rows(int64_t ni) { return cdiv(ni, kRows) * kRows; }
 
-/* The backward's workspace: go^T (D, N_out, Bp), xg^T and yg^T (D x Bp x N_in padded to whole row
+/* The backward's workspace: go^T (D x Bp x N_out rounded up to 8, in step panels: got_offset), xg^T and yg^T (D x Bp x N_in padded to whole row
  * blocks, in stage order: xgt_offset) unless grad_x and
  * grad_y hold them (in_grads), gz's W copy (P slots, N_in, N_out padded to whole steps), all in
  * the operand type; gW's segment slots (fp32 tiles) and their flags, and, where later chunks add
@@ -243,7 +245,7 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
             L.nslots = std::max(L.nslots, gw_sched(a, mode, up_block(rows)).slots());
     }
     Bump bp;
-    L.got = bp.take((size_t)(D * No * L.Bp) * eb);
+    L.got = bp.take((size_t)(D * got_rows(No) * L.Bp) * eb);
     if (need_w && !L.in_grads) {
         L.xgt = bp.take((size_t)(D * gw_rows(Ni) * L.Bp) * eb);
         L.ygt = bp.take((size_t)(D * gw_rows(Ni) * L.Bp) * eb);
@@ -413,21 +415,19 @@ __global__ void __launch_bounds__(256) fwd_prep(const Elem<MODE> *__restrict__ w
 }
 
 /* W (P, N_in, N_out) -> the input gradient's B operand (P slots, N_in, Nop): the paths in slot
- * order (GzSlots: slot s holds path slots.path[s]), each row's N_out inside each step in the
- * order gz's A loads read go^T (gz_col), padded with zeros to whole steps, tf32-rounded for the
- * tf32 products. */
+ * order (GzSlots: slot s holds path slots.path[s]), each row padded with zeros to whole steps,
+ * tf32-rounded for the tf32 products. */
 template <int MODE>
 __global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wz,
                                                 GzSlots slots, int64_t P, int64_t Ni, int64_t No, int64_t Nop)
 {
     using E = Elem<MODE>;
-    constexpr int KS = kSteps(MODE);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < P * Ni * Nop; i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t r = i / Nop, k = i - r * Nop, src = k - k % KS + gz_col(MODE, (int)(k % KS));
+        const int64_t r = i / Nop, k = i - r * Nop;
         const int64_t slot = r / Ni, row = (int64_t)slots.path[slot] * Ni + (r - slot * Ni);
         E v = E(0.f);
-        if (src < No) {
-            v = w[row * No + src];
+        if (k < No) {
+            v = w[row * No + k];
             if constexpr (MODE == kTF32)
                 v = __uint_as_float(to_tf32(v));
         }
@@ -456,6 +456,28 @@ fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, siz
     if (r != CUDA_SUCCESS) {
         fc_set_error("fcgp: cuTensorMapEncodeTiled failed (%d) for dims (%llu, %llu, %llu)", (int)r,
                      (unsigned long long)d0, (unsigned long long)d1, (unsigned long long)d2);
+        return FC_ERR_CUDA;
+    }
+    return FC_OK;
+}
+
+/* gz's map of go^T's panels (got_offset): dims (8 rows x ks positions, Nor / 8 row groups,
+ * Bp / ks steps, D components), boxes of (all, g row groups, st steps, jc components): a box's
+ * rows are 256 contiguous bytes. */
+fc_status got_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size_t es, int ks, int64_t nor, int64_t bp,
+                  int d, uint32_t g, uint32_t st, uint32_t jc)
+{
+    const uint64_t row = 8 * (uint64_t)ks * es, dims[4] = {8 * (uint64_t)ks, (uint64_t)nor / 8, (uint64_t)bp / ks, (uint64_t)d};
+    const uint64_t strides[3] = {row, row * (uint64_t)nor / 8, row * (uint64_t)nor / 8 * (uint64_t)bp / ks};
+    const uint32_t box[4] = {8 * (uint32_t)ks, g, st, jc};
+    const CUresult r = tma::encode_4d(m, base, ty, dims, strides, box);
+    if (r == CUDA_ERROR_NOT_FOUND && !tma::tensor_map_encoder()) {
+        fc_set_error("fcgp: the driver has no cuTensorMapEncodeTiled");
+        return FC_ERR_CUDA;
+    }
+    if (r != CUDA_SUCCESS) {
+        fc_set_error("fcgp: cuTensorMapEncodeTiled failed (%d) for go^T's panels (%lld rows, %lld positions)", (int)r,
+                     (long long)nor, (long long)bp);
         return FC_ERR_CUDA;
     }
     return FC_OK;
@@ -621,23 +643,25 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
     });
 }
 
-/* go^T (D, N_out, Bp) of a chunk of B rows, from grad_out (D, rows, N_out; components cs apart)
- * and, with the norm (stats != NULL), the forward's out or o (v, the same layout) and the row
- * statistics (B, 2 G): go_A = gout_A / r_g - coef_g sign(t_g) s_A v_A as fcgp.cu's norm_bwd
- * forms it, t_g = sum over the grade of s_A v_A^2; without the norm go = gout. In the operand
- * type, tf32-rounded for the tf32 products, the batch inside each block of kBatchBlock in
- * got_row's order, zeros from B to Bp. 32 x 32 tiles of all D components through shared memory,
- * so both sides go along rows. */
+/* go^T (got_offset: step panels of Nor rows; components gcs apart) of a chunk of B rows, from
+ * grad_out (D, rows, N_out; components cs apart) and, with the norm (stats != NULL), the
+ * forward's out or o (v, the same layout) and the row statistics (B, 2 G): go_A = gout_A / r_g -
+ * coef_g sign(t_g) s_A v_A as fcgp.cu's norm_bwd forms it, t_g = sum over the grade of s_A v_A^2;
+ * without the norm go = gout. In the operand type, tf32-rounded for the tf32 products, the batch
+ * inside each block of kBatchBlock in got_row's order, zeros from B to Bp and from N_out to Nor.
+ * 32 x 32 tiles of all D components through shared memory: the loads go along grad_out's rows,
+ * the 16-byte stores along the panels (a tile's 32 rows of a step are 1 KB contiguous). */
 template <int ID, int MODE, class Tv, class Tg>
 __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, const Tg *__restrict__ gout,
                                                      const float *__restrict__ stats, Elem<MODE> *__restrict__ got,
-                                                     int64_t B, int64_t No, int64_t Bp, int64_t cs)
+                                                     int64_t B, int64_t No, int64_t Bp, int64_t cs, int64_t gcs)
 {
     using A = AlgebraTraits<ID>;
     using E = Elem<MODE>;
-    constexpr int D = A::D, G = A::G;
+    constexpr int D = A::D, G = A::G, KS = kSteps(MODE), V = 16 / sizeof(E), PIECES = 32 * 32 / V;
+    static_assert(V * 2 == KS && 32 % kBatchBlock == 0 && kBatchBlock % KS == 0, "two pieces a 32-byte row");
     __shared__ float tile[D][32][33];
-    const int64_t b0 = (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32;
+    const int64_t b0 = (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32, Nor = got_rows(No);
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
@@ -670,17 +694,25 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
             tile[a][ty + 8 * r][tx] = go[a];
     }
     __syncthreads();
-    const int row = tx / kBatchBlock * kBatchBlock + got_row(MODE, tx % kBatchBlock); /* at position tx */
+    /* piece i of a component: step i / 64 of the tile, row (i / 2) % 32, 16-byte half i % 2 in
+     * memory, which holds the batch positions of half (i % 2) ^ swizzle */
+    static_assert(D * PIECES % 256 == 0, "whole rounds of pieces");
 #pragma unroll
-    for (int a = 0; a < D; ++a)
+    for (int it = 0; it < D * PIECES / 256; ++it) {
+        const int w = it * 256 + threadIdx.x, a = w / PIECES, i = w % PIECES, step = i / 64, ml = i / 2 % 32;
+        const int64_t m = m0 + ml, q0 = b0 + step * KS;
+        if (m >= Nor || q0 >= Bp)
+            continue;
+        const int half = (i % 2) ^ (int)((m >> 2) & 1); /* the positions this piece holds */
+        alignas(16) E e[V];
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int64_t m = m0 + ty + 8 * r, b = b0 + tx;
-            if (m < No && b < Bp) {
-                const float val = tile[a][row][ty + 8 * r];
-                got[((int64_t)a * No + m) * Bp + b] = MODE == kTF32 ? E(__uint_as_float(to_tf32(val))) : store<E>(val);
-            }
+        for (int k = 0; k < V; ++k) {
+            const int pos = step * KS + half * V + k; /* in the tile, physical */
+            const float val = tile[a][pos / kBatchBlock * kBatchBlock + got_row(MODE, pos % kBatchBlock)][ml];
+            e[k] = MODE == kTF32 ? E(__uint_as_float(to_tf32(val))) : store<E>(val);
         }
+        *(uint4 *)(got + got_offset<MODE>(gcs, Nor, a, m, q0 + half * V)) = *(const uint4 *)e;
+    }
 }
 
 namespace {
@@ -694,7 +726,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     constexpr int D = AlgebraTraits<ID>::D, G = AlgebraTraits<ID>::G;
     constexpr CUtensorMapDataType ty = map_type(MODE);
     const BwdLayout L = bwd_layout(a, MODE, sizeof(E));
-    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nop = whole_steps(No, MODE);
+    const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nop = whole_steps(No, MODE), Nor = got_rows(No);
+    constexpr int KSB = kSteps(MODE); /* batch positions a step of go^T's panels */
     const bool need_w = a->grad_weight, need_xy = a->grad_x || a->grad_y;
     char *p = (char *)ws;
     E *got = (E *)(p + L.got), *wz = (E *)(p + L.wz);
@@ -707,7 +740,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)std::max(1, L.nslots) * sizeof(int), st));
 
     fc_status s;
-    if (need_xy) { /* W in slot order, N_out in the A loads' order (gz_col) */
+    if (need_xy) { /* W in slot order */
         prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(Z::P * Ni * Nop, 256), 4096), 256, 0, st>>>(
             (const E *)in.w, wz, Z::slots, Z::P, Ni, No, Nop);
         FC_LAUNCH_CHECK(st);
@@ -721,12 +754,10 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         constexpr CUtensorMapSwizzle wsw = Zk::RB == 32   ? CU_TENSOR_MAP_SWIZZLE_32B
                                            : Zk::RB == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                                           : CU_TENSOR_MAP_SWIZZLE_128B;
-        constexpr uint32_t box_rows = MODE == kTF32 ? 32 : 64; /* go^T: 128-byte rows for the swizzle */
         CUtensorMap om, wm;
         fc_status r;
         if ((r = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Zk::P, Zk::KS, Zk::BN, Zk::PS, wsw)) != FC_OK ||
-            (r = make_map(&om, got, ty, sizeof(E), Bp, No, D, box_rows, Zk::KS, Zk::JG, CU_TENSOR_MAP_SWIZZLE_128B)) !=
-                FC_OK)
+            (r = got_map(&om, got, ty, sizeof(E), KSB, Nor, Bp, D, Zk::KS / 8, Zk::BM / KSB, Zk::JG)) != FC_OK)
             return r;
         kgz<<<dim3((unsigned)(cdiv(Ni, Zk::BN) * Zk::GROUPS), (unsigned)cdiv(rows, Zk::BM)), Zk::THREADS, Zk::SMEM, st>>>(
             om, wm, x + b0 * Ni, y + b0 * Ni, gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows,
@@ -737,17 +768,17 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     const int gzk = gz_chunks_a_step(D);
 
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
-        const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No;
+        const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No, gcs = Bp * Nor;
         /* go^T of the chunk */
         const dim3 tgrid((unsigned)cdiv(Bp, 32), (unsigned)cdiv(No, 32));
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
         if (in.v && in.v_bytes == 4)
             go_transpose<ID, MODE, float, Tio><<<tgrid, 256, 0, st>>>((const float *)in.v + b0 * No, gout, stats, got,
-                                                                      rows, No, Bp, cs);
+                                                                      rows, No, Bp, cs, gcs);
         else
             go_transpose<ID, MODE, Tio, Tio><<<tgrid, 256, 0, st>>>(in.v ? (const Tio *)in.v + b0 * No : nullptr, gout,
-                                                                    stats, got, rows, No, Bp, cs);
+                                                                    stats, got, rows, No, Bp, cs, gcs);
         FC_LAUNCH_CHECK(st);
 
         if (need_w) { /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws), then gW */
@@ -765,14 +796,16 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 x + b0 * Ni, y + b0 * Ni, xgt, ygt, rows, Ni, Bp, B * Ni, dcs, a->gate);
             FC_LAUNCH_CHECK(st);
             /* xg^T, yg^T in stage order: rows of 256 bytes (8 of a tile's), a box one tile of 8
-             * rows and the group's (XC) or all (D) components; go^T in boxes of 32-byte rows */
+             * rows and the group's (XC) or all (D) components; go^T's panels likewise, rows of 8
+             * N_out rows of a step (got_offset), a box NT / 8 of them (one step's NT columns) */
             CUtensorMap xm, ym, gm;
             const uint64_t xs2 = (uint64_t)dcs * sizeof(E), trows = (uint64_t)(Bp / W::KS) * (gw_rows(Ni) / kRows) * 8;
             if ((s = make_map(&xm, xgt, ty, sizeof(E), 8 * W::KS, trows, D, 8 * W::KS, 8, W::XC,
                               CU_TENSOR_MAP_SWIZZLE_NONE, xs2)) != FC_OK ||
                 (s = make_map(&ym, ygt, ty, sizeof(E), 8 * W::KS, trows, D, 8 * W::KS, 8, D, CU_TENSOR_MAP_SWIZZLE_NONE,
                               xs2)) != FC_OK ||
-                (s = make_map(&gm, got, ty, sizeof(E), Bp, No, D, W::KS, W::NT, D, CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK)
+                (s = make_map(&gm, got, ty, sizeof(E), 8 * W::KS, (uint64_t)(Bp / W::KS) * (Nor / 8), D, 8 * W::KS,
+                              W::NT / 8, D, CU_TENSOR_MAP_SWIZZLE_NONE, (uint64_t)gcs * sizeof(E))) != FC_OK)
                 return s;
             /* all Bp positions: a row may lie past `rows` (got_row) */
             const GwSched sch = gw_sched(a, MODE, Bp);

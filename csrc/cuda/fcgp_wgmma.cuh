@@ -62,10 +62,10 @@ __host__ __device__ constexpr int logical_col(int mode, int c)
 }
 
 /* The Hopper backward's batch order inside each block of kBatchBlock rows (NOTES_FCGP.md session
- * 15). go^T (D, N_out, Bp) is gz's A operand, read down the batch, and gW's B operand, read
+ * 15). go^T (got_offset) is gz's A operand, read down the batch, and gW's B operand, read
  * along it: in tf32 position 2g holds row g and 2g + 1 row g + 8, so that a thread's two A rows
- * (g, g + 8) are one 8-byte load, free of bank conflicts in the 128-byte swizzle; in bf16 the
- * rows are in order (ldmatrix.trans reads 8 consecutive ones). xg^T and yg^T hold at physical
+ * (g, g + 8) are one 8-byte load; in bf16 the rows are in order (ldmatrix.trans reads 8
+ * consecutive ones). xg^T and yg^T hold at physical
  * column phys_col(k) of each gW step the row go^T holds at k, so that gW's A and B operands
  * agree on the batch row of every K position. */
 constexpr int kBatchBlock = 16;
@@ -78,9 +78,20 @@ __host__ __device__ constexpr int xgt_row(int mode, int q)
     return mode == kTF32 ? got_row(mode, q / ks_tf32 * ks_tf32 + logical_col(mode, q % ks_tf32))
                          : got_row(mode, logical_col(mode, q));
 }
-/* gz's W copy: logical K position k of a step (N_out) -> the N_out column stored there, as its
- * A loads read go^T's rows (tf32: rows 2t, 2t + 1 for columns t, t + 4; bf16 in order) */
-__host__ __device__ constexpr int gz_col(int mode, int k) { return mode == kTF32 ? phys_col(mode, k) : k; }
+/* go^T in step panels (session 22): for each component, the batch in steps of KS positions (32
+ * bytes), each step a panel of Nor = N_out rounded up to 8 rows of 32 bytes, rows 4-7 of every
+ * 8 with their 16-byte halves swapped (the 32-byte swizzle wgmma reads, applied in memory). A
+ * tile of 8 rows x one step is 256 contiguous bytes, so gW brings its go^T tile (NT rows of a
+ * step) and gz its tile (KS_gz rows x 64 batch positions) in 256-byte rows, where gW's boxes of
+ * the transposed array's 32-byte rows filled shared memory at ~60% of that rate. Element offset
+ * of (component c, row n, batch position q), components gcs apart (Bp Nor; got_rows of
+ * fcgp_sm90a.cu). */
+template <int MODE>
+__host__ __device__ constexpr int64_t got_offset(int64_t gcs, int64_t Nor, int c, int64_t n, int64_t q)
+{
+    constexpr int KS = MODE == kTF32 ? 8 : 16;
+    return c * gcs + (q / KS) * (Nor * KS) + n * KS + ((q % KS) ^ (((n >> 2) & 1) * (KS / 2)));
+}
 
 /* The ring stages of `stage` bytes, at most `most`, that fit in a block's 227 KB of shared memory
  * beside the kernels' 1024 bytes of alignment slack and two 8-byte mbarriers a stage. */

@@ -2,11 +2,12 @@
  * gW[p] (N_in x N_out) = sum_j z_{j,p}^T go_j, K = the batch.
  *
  * The forward's machinery, transposed: prepasses write xg^T, yg^T (in stage order, xgt_offset)
- * and go^T (D, N_out, Bp) (gelu_transpose; go_transpose of fcgp_sm90a.cu, which also applies the
- * norm's backward), so that an xg^T tile (64 rows of N_in x 32 bytes of batch x D components) has
- * the layout of the forward's x tile: load_frags and form_pair give the A fragments of z_{j,p}^T
- * unchanged, and the batch orders of xg^T and go^T agree on every K position (xgt_row,
- * got_row). go_j^T's tile is the K-major B operand (32-byte swizzle, as the forward's W^T).
+ * and go^T (in step panels, got_offset) (gelu_transpose; go_transpose of fcgp_sm90a.cu, which
+ * also applies the norm's backward), so that an xg^T tile (64 rows of N_in x 32 bytes of batch x
+ * D components) has the layout of the forward's x tile: load_frags and form_pair give the A
+ * fragments of z_{j,p}^T unchanged, and the batch orders of xg^T and go^T agree on every K
+ * position (xgt_row, got_row). go_j^T's tile is the K-major B operand (32-byte swizzle, as the
+ * forward's W^T; go^T's panels hold it already swizzled).
  *
  * A block owns 64 rows of N_in x NT = 48 columns of N_out of one path group's gradients: the
  * paths split into GROUPS groups by the grade of their x component (Cl(3,0): paths 0-9 read x's
@@ -224,7 +225,9 @@ template <class T> __device__ __forceinline__ void store_two(T *p, float v0, flo
 /* The weight gradient of one batch chunk, gridDim.x blocks working through the tiles as `sch`
  * says (this file's header, fcgp_gw_sched.h): xmap, ymap over xg^T, yg^T in stage order
  * (xgt_offset: 256-byte rows, 8 a tile, D components; a box is one tile of 8 rows x XC or D
- * components), gomap over go^T (Bp, N_out, D) in the 32-byte swizzle, of Bp batch
+ * components), gomap over go^T's panels (got_offset: 256-byte rows of 8 N_out rows of a step,
+ * a step's Nor / 8 of them after another, D components; a box NT / 8 rows x D; a box past a
+ * panel's last row reads the next panel's first, only into columns past N_out), of Bp batch
  * positions (a chunk's rows padded to whole blocks: the block order may place a row past the row
  * count; positions of no row hold zeros in both operands). A tile's result, its own batch sum plus
  * `prev` (the earlier chunks' sum, fp32 (P, N_in, N_out); NULL for the first chunk), goes to
@@ -247,6 +250,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
     const int nx = (No + C::NT - 1) / C::NT * C::GROUPS, nb = (Ni + C::BM - 1) / C::BM, U = sch.units(), b = blockIdx.x;
+    const int nog = (No + 7) / 8; /* go^T's row groups a panel (got_offset) */
     int total = 0; /* this block's steps, all pieces */
     for (int u = 0; u < U; ++u) {
         const GwUnit w = sch.unit(b, u);
@@ -272,7 +276,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
             const int rg = ((ik / C::KS + kk) * nb + in / C::BM) * 8; /* the tile's first 256-byte row */
             tma::load_3d(buf, &xmap, 0, rg, ix, bar);
             tma::load_3d(buf + C::XB, &ymap, 0, rg, 0, bar);
-            tma::load_3d(buf + C::XB + C::YB, &gomap, ik + kk * C::KS, im, 0, bar);
+            tma::load_3d(buf + C::XB + C::YB, &gomap, 0, (ik / C::KS + kk) * nog + im / 8, 0, bar);
         }
         ik += C::KSTEP;
     };

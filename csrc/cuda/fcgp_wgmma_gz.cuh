@@ -4,11 +4,10 @@
  * backward (gate_backward).
  *
  * A = go_j, loaded down the batch from a tile of go^T (the one copy of go the backward makes,
- * which gW reads too: 64 batch rows x a step's KK x 32 bytes of N_out rows x components, in
- * the 128-byte swizzle): tf32 an 8-byte load a fragment pair (go^T's batch order puts a thread's
- * rows g, g + 8 side by side, got_row; rows 2t, 2t + 1 are its columns t, t + 4), bf16 one
- * transposing ldmatrix a component; no pairs to form. B = W[p] as stored (rows of N_in, N_out
- * contiguous) in a prepared copy with N_out in the A loads' order inside each 32 bytes (gz_col),
+ * which gW reads too, in step panels: got_offset; 64 batch rows x a step's KK x 32 bytes of
+ * N_out rows x components): tf32 an 8-byte load a fragment pair (go^T's batch order puts a
+ * thread's rows g, g + 8 side by side, got_row), bf16 one transposing ldmatrix a component; no
+ * pairs to form. B = W[p] as stored (rows of N_in, N_out contiguous) in a prepared copy,
  * tf32-rounded, and the paths in slot order (GzSlots: by output grade) (prep_wz of
  * fcgp_sm90a.cu), brought in rows of a step's KK x 32 bytes in the swizzle of that width. A step
  * holds KK wgmma K chunks, with one barrier wait, one wgmma wait and one release (KK = 1 spent
@@ -87,6 +86,7 @@ template <int ID, int MODE, int KK = 1> struct GzCfg {
     static constexpr int BM = 64, BN = D == 4 || GROUPS == 2 ? 32 : 16;
     static constexpr int THREADS = kSplitThreads; /* kConsumerThreads compute */
     static constexpr int KC = MODE == kTF32 ? 8 : 16; /* N_out a wgmma: 32 bytes */
+    static constexpr int KSB = KC;                     /* batch positions a row of go^T's panels */
     static constexpr int KS = KC * KK, RB = 32 * KK;  /* N_out a step; its bytes */
     static constexpr int OB = JG * BM * RB, WB = PS * BN * RB, STAGE = OB + WB; /* go tile, W tiles */
     static constexpr int STAGES = stages_that_fit(STAGE, 6);
@@ -117,25 +117,30 @@ template <int ID, int MODE, int KK = 1> struct GzCfg {
     static_assert(SMEM <= 227 * 1024, "the stages and G fit");
 };
 
-/* This thread's A fragment of go_j for component jl and K chunk kk of the CTA's go^T tile (tf32:
- * two 32-row halves of [component][8 KK N_out rows][32 batch]; bf16: [component][16 KK N_out
- * rows][64 batch];
- * 128-byte rows in the 128-byte swizzle: 16-byte chunk c of row r at c ^ (r % 8)); warp w's
- * rows are 16 w .. 16 w + 15 of the tile. A order: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)
- * in tf32, the same with column pairs 2t, 2t + 8 in bf16. */
-template <int MODE, int JG, int KK>
+/* This thread's A fragment of go_j for component jl and K chunk kk of the CTA's go^T tile, a box
+ * of go^T's panels (got_offset): [component][64 / KSB steps of the batch][KS N_out rows][32
+ * bytes], a row's 16-byte halves swapped in rows 4-7 of every 8 (the panels' swizzle); warp w's
+ * batch rows are 16 w .. 16 w + 15 of the tile. A order: (g, t), (g + 8, t), (g, t + 4), (g + 8,
+ * t + 4) in tf32, the same with column pairs 2t, 2t + 8 in bf16. tf32: positions 2g, 2g + 1
+ * (got_row) hold rows g, g + 8, so each column is one 8-byte load; columns t and t + 4 are N_out
+ * rows t and t + 4 of the chunk, so a half warp's loads cover the 32 banks once. bf16: one
+ * transposing ldmatrix (4 matrices of 8 N_out rows x 8 positions; the swizzle spreads a
+ * matrix's rows over the banks). */
+template <int MODE, int KS, int KK>
 __device__ __forceinline__ void go_frag(uint32_t (&a)[4], uint32_t tile, int jl, int kk, int warp, int lane)
 {
-    if constexpr (MODE == kTF32) { /* a chunk's 8 rows are 1024 bytes: the swizzle's rows restart */
-        const int g = lane / 4, t = lane % 4, chunk = (warp % 2) * 4 + g / 2;
-        const uint32_t base = tile + (warp / 2) * (JG * KK * 1024) + (jl * KK + kk) * 1024 + (g % 2) * 8;
-        const uint2 lo = lds_b64(base + (2 * t) * 128 + ((chunk ^ (2 * t)) * 16));         /* column t */
-        const uint2 hi = lds_b64(base + (2 * t + 1) * 128 + ((chunk ^ (2 * t + 1)) * 16)); /* column t + 4 */
+    constexpr int KSB = MODE == kTF32 ? 8 : 16, PANEL = 64 / KSB; /* positions a panel row; steps a tile */
+    auto row = [&](int step, int n) { return tile + ((jl * PANEL + step) * KS + n) * 32; };
+    if constexpr (MODE == kTF32) {
+        const int g = lane / 4, t = lane % 4, step = 2 * warp + g / 4, e = (2 * g) % 8; /* position 2g */
+        const uint2 lo = lds_b64(row(step, kk * 8 + t) + e * 4);             /* column t: rows 0-3 unswapped */
+        const uint2 hi = lds_b64(row(step, kk * 8 + t + 4) + (e ^ 4) * 4); /* column t + 4: swapped */
         a[0] = lo.x, a[1] = lo.y, a[2] = hi.x, a[3] = hi.y;
     } else {
-        /* matrix lane / 8: rows (batch) + 8 for the odd ones, N_out + 8 for the last two */
-        const int mat = lane / 8, r = (mat / 2) * 8 + lane % 8, chunk = 2 * warp + mat % 2;
-        ldsm_x4_t(a, tile + ((jl * KK + kk) * 16 + r) * 128 + ((chunk ^ (r % 8)) * 16));
+        /* matrix lane / 8: batch + 8 for the odd ones (the row's other half), N_out + 8 for the
+         * last two */
+        const int mat = lane / 8, n = kk * 16 + (mat / 2) * 8 + lane % 8, half = (mat % 2) ^ ((n >> 2) & 1);
+        ldsm_x4_t(a, row(warp, n) + half * 16);
     }
 }
 
@@ -152,7 +157,7 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
     uint32_t a[KK][C::JW][4];
     static_for<KK>([&](auto kk) {
         static_for<C::JW>([&](auto u) { /* go^T is tf32-rounded already */
-            go_frag<MODE, C::JG, KK>(a[decltype(kk)::value][decltype(u)::value], go_smem, jl0 + decltype(u)::value,
+            go_frag<MODE, C::KS, KK>(a[decltype(kk)::value][decltype(u)::value], go_smem, jl0 + decltype(u)::value,
                                      decltype(kk)::value, warp, lane);
         });
     });
@@ -174,8 +179,9 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
         wg::fence_operands(a[kk]);
 }
 
-/* gomap over go^T (Bp, N_out, D) of a chunk of B rows, boxes of 32 (tf32) or 64 (bf16) batch x
- * a step x JG components, 128-byte swizzle; wmap over the prepared W (Nop, N_in, P slots), boxes
+/* gomap over go^T's panels (got_offset) of a chunk of B rows (4-D: 8 rows of a panel, row groups,
+ * panels, components), boxes of a step's KS / 8 row groups x 64 batch positions x JG components;
+ * wmap over the prepared W (Nop, N_in, P slots), boxes
  * of a step x BN x PS slots, in the swizzle of RB bytes. x, y (D, B, N_in; components cs apart): the inputs, whose MVGELU
  * (xg, yg) and its backward the epilogue forms at each position; gx, gy (the same layout): NULL
  * when not wanted. Clusters of GROUPS CTAs along x: blockIdx.x / GROUPS is the column tile, the
@@ -198,12 +204,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
     auto issue = [&](int s, uint64_t *bar) { /* the producer: step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * C::STAGE;
         tma::mbar_arrive_expect_tx(bar, C::STAGE);
-        if constexpr (MODE == kTF32) { /* two 32-row halves: the swizzle's rows are 128 bytes */
-            tma::load_3d(buf, &gomap, m0, s * C::KS, grp * C::JG, bar);
-            tma::load_3d(buf + C::OB / 2, &gomap, m0 + 32, s * C::KS, grp * C::JG, bar);
-        } else {
-            tma::load_3d(buf, &gomap, m0, s * C::KS, grp * C::JG, bar);
-        }
+        tma::load_4d(buf, &gomap, 0, s * (C::KS / 8), m0 / C::KSB, grp * C::JG, bar); /* go^T's panels */
         tma::load_3d(buf + C::OB, &wmap, s * C::KS, n0, grp * C::PS, bar);
     };
     if (wgi == 2) { /* the producer warpgroup: one thread issues every step */

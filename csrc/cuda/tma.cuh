@@ -175,6 +175,19 @@ __device__ __forceinline__ void load_3d_multicast(void *dst, const CUtensorMap *
 #endif
 }
 
+/* The same for a 4-D tensor map, without multicast. */
+__device__ __forceinline__ void load_4d(void *dst, const CUtensorMap *map, int c0, int c1, int c2, int c3, uint64_t *bar)
+{
+#if FC_HAVE_TMA
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+                 "%5}], [%6];\n" ::"r"(smem_u32(dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(bar))
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+
 /* Copy `bytes` (a multiple of 16) of contiguous global memory at src (16-byte aligned) into
  * shared memory at dst (16-byte aligned), completing them on `bar`; with a mask, into the same
  * offset of every CTA of the mask, as load_3d_multicast. One request stream of whole lines:
@@ -236,6 +249,19 @@ inline CUresult encode_3d(CUtensorMap *m, const void *base, CUtensorMapDataType 
     const cuuint32_t box[3] = {b0, b1, b2}, elem[3] = {1, 1, 1};
     return encode(m, ty, 3, const_cast<void *>(base), dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+/* Host: a 4-D map, dims[0] contiguous and dims[i] strides[i - 1] bytes apart, boxes of box[],
+ * no swizzle, zeros past its end. */
+inline CUresult encode_4d(CUtensorMap *m, const void *base, CUtensorMapDataType ty, const uint64_t (&dims)[4],
+                          const uint64_t (&strides)[3], const uint32_t (&box)[4])
+{
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+    if (!encode)
+        return CUDA_ERROR_NOT_FOUND;
+    const cuuint64_t d[4] = {dims[0], dims[1], dims[2], dims[3]}, st[3] = {strides[0], strides[1], strides[2]};
+    const cuuint32_t b[4] = {box[0], box[1], box[2], box[3]}, elem[4] = {1, 1, 1, 1};
+    return encode(m, ty, 4, const_cast<void *>(base), d, st, b, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 } // namespace tma
