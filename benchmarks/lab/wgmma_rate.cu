@@ -16,6 +16,10 @@
  *   shape is JW = D / 2, N = 512 / D); a wait per component, as wg_step.
  *   perj<ID, MODE, N, J0>: one component a warpgroup, a step's A formed while the step before
  *   still runs (two A register sets, wait<1>, as gw_step).
+ *   gwloop<ID, MODE, KK, GR, RN, LDS>: the weight gradient's own step (gw_step) on two static
+ *   stages (session 22).
+ * RN: the tf32 pair products rounded (cvt.rna, the library up to session 21), else truncated by
+ * the tensor cores (form_pair's default since session 22).
  * Build and run: benchmarks/lab/run_wgmma_rate.sh (sm_90a).
  */
 #include <cstdio>
@@ -23,7 +27,7 @@
 #include <cstring>
 #include <utility>
 
-#include "../../csrc/cuda/fcgp_wgmma.cuh"
+#include "../../csrc/cuda/fcgp_wgmma_gw.cuh" /* and fcgp_wgmma.cuh */
 #include "lab_check.h"
 
 using namespace fc;
@@ -94,12 +98,12 @@ template <int MODE, int N, int NW> __global__ void __launch_bounds__(256, 1) pur
 
 /* component j's pairs: form their A fragments into a, fence, issue their wgmmas on acc (path p
  * reads W tile p % kPW) and commit them, as wg_step does at N = 512 / D */
-template <int ID, int MODE, int N, int j, int nq>
+template <int ID, int MODE, int N, int j, int nq, bool RN = false>
 __device__ __forceinline__ void form_issue(float (&acc)[N / 2], uint32_t (&a)[nq][4], const Frags<AlgebraTraits<ID>::D> &f,
                                            uint32_t w)
 {
     constexpr int q0 = Plans<ID>::pair.jbegin[j];
-    static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(a[decltype(u)::value], f); });
+    static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value, RN>(a[decltype(u)::value], f); });
     wg::fence();
     static_for<nq>([&](auto u) {
         constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
@@ -109,7 +113,7 @@ __device__ __forceinline__ void form_issue(float (&acc)[N / 2], uint32_t (&a)[nq
 }
 
 /* the library's loop shape at any N and components a warpgroup */
-template <int ID, int MODE, int N, int JW, int J0, bool LDS = true>
+template <int ID, int MODE, int N, int JW, int J0, bool LDS = true, bool RN = false>
 __global__ void __launch_bounds__(256, 1) comp(int steps, float *sink)
 {
     constexpr int D = AlgebraTraits<ID>::D;
@@ -131,7 +135,7 @@ __global__ void __launch_bounds__(256, 1) comp(int steps, float *sink)
                 constexpr int j = J0 + WG * JW + decltype(jj)::value;
                 constexpr int nq = Plans<ID>::pair.jbegin[j + 1] - Plans<ID>::pair.jbegin[j];
                 uint32_t a[nq][4];
-                form_issue<ID, MODE, N, j, nq>(acc[decltype(jj)::value], a, f, w);
+                form_issue<ID, MODE, N, j, nq, RN>(acc[decltype(jj)::value], a, f, w);
                 wg::wait<0>();
             });
         };
@@ -180,6 +184,28 @@ template <int ID, int MODE, int N, int J0> __global__ void __launch_bounds__(256
     sink_acc<N, 1>(acc, sink);
 }
 
+/* the weight gradient's step (gw_step of fcgp_wgmma_gw.cuh, path group GR) on two static stages,
+ * no copies (session 22: neither its step-end drain nor its go^T copy rate moved the kernel) */
+template <int ID, int MODE, int KK, int GR, bool RN, bool LDS>
+__global__ void __launch_bounds__(256, 1) gwloop(int steps, float *sink)
+{
+    using C = GwCfg<ID, MODE, KK>;
+    extern __shared__ __align__(1024) unsigned char sm[];
+    for (int i = threadIdx.x; i < 2 * C::STAGE / 4; i += blockDim.x)
+        ((uint32_t *)sm)[i] = small_value<MODE>(i);
+    __syncthreads();
+    const int wg_ = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+    float acc[C::PH][C::NT / 2];
+    zero(acc);
+    for (int s = 0; s < steps; ++s) {
+        const unsigned char *buf = sm + (s % 2) * C::STAGE;
+        if (wg_ == 0)
+            gw_step<ID, MODE, KK, GR, 0, RN, LDS>(acc, buf, 16 * warp + g, t);
+        else
+            gw_step<ID, MODE, KK, GR, 1, RN, LDS>(acc, buf, 16 * warp + g, t);
+    }
+    sink_acc<C::NT, C::PH>(acc, sink);
+}
 /* f(integral_constant<int, i>) for i = 0 .. L - 1, on the host (static_for is __host__ __device__,
  * and nvcc warns when it calls a host lambda) */
 template <class F, int... I> void host_for_impl(F &&f, std::integer_sequence<int, I...>)
@@ -240,20 +266,20 @@ template <int MODE, int N, int NW> void run_pure()
 }
 
 /* the components J0 .. of all launches that together cover 0 .. D - 1 */
-template <int ID, int MODE, int N, int JW, bool LDS = true> void run_comp(const char *name)
+template <int ID, int MODE, int N, int JW, bool LDS = true, bool RN = false> void run_comp(const char *name)
 {
     constexpr int D = AlgebraTraits<ID>::D, L = D / (2 * JW);
     double fl = 0, ms = 0;
     host_for<L>([&](auto l) {
         constexpr int J0 = decltype(l)::value * 2 * JW;
         constexpr int smem = smem_bytes<D, N>();
-        prep(comp<ID, MODE, N, JW, J0, LDS>, smem);
+        prep(comp<ID, MODE, N, JW, J0, LDS, RN>, smem);
         Timer tm;
-        ms += tm.ms([&] { comp<ID, MODE, N, JW, J0, LDS><<<g_sms, 256, smem>>>(kSteps, g_sink); });
+        ms += tm.ms([&] { comp<ID, MODE, N, JW, J0, LDS, RN><<<g_sms, 256, smem>>>(kSteps, g_sink); });
         fl += (double)g_sms * kSteps * comp_flops<ID, MODE, N>(J0, 2 * JW);
     });
-    printf("comp  %s %s N %3d, %d components a warpgroup%s: %7.1f TF/s\n", name, MODE == kTF32 ? "tf32" : "bf16", N, JW,
-           LDS ? "" : ", fragments loaded once", fl / ms / 1e9);
+    printf("comp  %s %s N %3d, %d components a warpgroup%s%s: %7.1f TF/s\n", name, MODE == kTF32 ? "tf32" : "bf16", N,
+           JW, LDS ? "" : ", fragments loaded once", RN ? ", products rounded (cvt.rna)" : "", fl / ms / 1e9);
 }
 
 template <int ID, int MODE, int N> void run_perj(const char *name)
@@ -272,6 +298,26 @@ template <int ID, int MODE, int N> void run_perj(const char *name)
            MODE == kTF32 ? "tf32" : "bf16", N, fl / ms / 1e9);
 }
 
+/* gW's loop over all its path groups; the kernel's rate (fcgp_parts.py) beside it */
+template <int ID, int MODE, int KK, bool RN = false, bool LDS = false> void run_gw(const char *name)
+{
+    using C = GwCfg<ID, MODE, KK>;
+    double fl = 0, ms = 0;
+    host_for<C::GROUPS>([&](auto gr) {
+        constexpr int GR = decltype(gr)::value, smem = 2 * C::STAGE;
+        prep(gwloop<ID, MODE, KK, GR, RN, LDS>, smem);
+        Timer tm;
+        ms += tm.ms([&] { gwloop<ID, MODE, KK, GR, RN, LDS><<<g_sms, 256, smem>>>(kSteps, g_sink); });
+        double pairs = 0; /* constant-evaluated: Plans is not device data */
+        host_for<C::PG>([&](auto pl) {
+            constexpr int n = path_pairs<ID>(GR * C::PG + decltype(pl)::value);
+            pairs += n;
+        });
+        fl += (double)g_sms * kSteps * pairs * 2.0 * C::BM * C::NT * C::KS * KK;
+    });
+    printf("gw    %s %s N %3d, %d sub-steps a step, copy-free%s%s: %7.1f TF/s\n", name, MODE == kTF32 ? "tf32" : "bf16",
+           C::NT, KK, RN ? ", products rounded (cvt.rna)" : "", LDS ? ", ld.shared" : "", fl / ms / 1e9);
+}
 int main()
 {
     int dev;
@@ -287,6 +333,20 @@ int main()
     run_pure<kTF32, 256, 4>();
     run_pure<kBF16, 64, 16>();
     run_pure<kBF16, 256, 4>();
+    run_pure<kTF32, 48, 11>(); /* gW's wgmma shape, a warpgroup's wgmmas a step */
+    run_pure<kBF16, 48, 11>();
+    run_gw<1, kTF32, 1>("Cl(3,0)"); /* the library's gW (KK 1 at Cl(3,0) tf32, else 2) */
+    run_gw<1, kTF32, 1, true>("Cl(3,0)");
+    run_gw<1, kTF32, 1, false, true>("Cl(3,0)");
+    run_gw<1, kTF32, 2>("Cl(3,0)");
+    run_gw<1, kBF16, 2>("Cl(3,0)");
+    run_gw<1, kBF16, 2, false, true>("Cl(3,0)");
+    run_gw<0, kTF32, 2>("Cl(2,0)");
+    run_gw<0, kTF32, 2, true>("Cl(2,0)");
+    run_gw<0, kBF16, 2>("Cl(2,0)");
+    run_gw<0, kBF16, 2, false, true>("Cl(2,0)");
+    run_comp<1, kTF32, 64, 4, true, true>("Cl(3,0)");
+    run_comp<0, kTF32, 128, 2, true, true>("Cl(2,0)");
     run_comp<1, kTF32, 64, 4>("Cl(3,0)"); /* the library's shape */
     run_comp<1, kTF32, 64, 4, false>("Cl(3,0)");
     run_comp<1, kTF32, 128, 2>("Cl(3,0)");

@@ -128,8 +128,14 @@ template <int D> struct Frags {
     uint2 x[D][2], y[D][2];
 };
 
-/* z_{j,p} of pair q in A-fragment order (see wgmma.cuh) from this thread's fragments. */
-template <int ID, int MODE, int Q> __device__ __forceinline__ void form_pair(uint32_t (&a)[4], const Frags<AlgebraTraits<ID>::D> &f)
+/* z_{j,p} of pair q in A-fragment order (see wgmma.cuh) from this thread's fragments. tf32: the
+ * fp32 sum goes as it is, and the tensor cores ignore its low 13 bits (truncation, as in
+ * cuBLAS's tf32 products of fp32 data); RN rounds it first (cvt.rna, up to session 21), which is
+ * three instructions a value: the copy-free loops ran 24-34% faster without it (Cl(3,0) gW 212
+ * -> 284 TF/s, forward 299 -> 370; NOTES_FCGP.md session 22), for a relative error still well
+ * inside SPEC's tf32 bound. */
+template <int ID, int MODE, int Q, bool RN = false>
+__device__ __forceinline__ void form_pair(uint32_t (&a)[4], const Frags<AlgebraTraits<ID>::D> &f)
 {
     constexpr int t0 = Plans<ID>::pair.tbegin[Q], t1 = Plans<ID>::pair.tbegin[Q + 1];
     if constexpr (MODE == kTF32) {
@@ -146,7 +152,7 @@ template <int ID, int MODE, int Q> __device__ __forceinline__ void form_pair(uin
         });
 #pragma unroll
         for (int r = 0; r < 4; ++r)
-            a[r] = to_tf32(z[r]);
+            a[r] = RN ? to_tf32(z[r]) : __float_as_uint(z[r]);
     } else {
         /* .x holds columns (2t, 2t + 1), .y (2t + 8, 2t + 9): a0 = row g .x, a1 = row g + 8 .x,
          * a2 = row g .y, a3 = row g + 8 .y */

@@ -96,7 +96,7 @@ template <int ID, int P0, int N> __host__ __device__ constexpr int max_path_pair
  * go_j^T tiles. A path has only ~2 pairs of narrow (N = NT) wgmmas, too little work to wait on
  * alone: the fragments alternate between two register sets, so a path forms its fragments while
  * the previous path's wgmmas run (also across sub-steps), and waits (wait<1>) only for that one. */
-template <int ID, int MODE, int KK, int GR, int WG>
+template <int ID, int MODE, int KK, int GR, int WG, bool RN = false, bool LDS = false>
 __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][GwCfg<ID, MODE, KK>::NT / 2],
                                         const unsigned char *buf, int r0, int t)
 {
@@ -107,11 +107,11 @@ __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][Gw
     static_for<KK>([&](auto kk) {
         constexpr int K = decltype(kk)::value;
         const unsigned char *sub = buf + K * C::SUB;
-        load_frags<D, C::BM, GR * C::XC, C::XC, false>(f, sub, sub + C::XB, r0, t);
+        load_frags<D, C::BM, GR * C::XC, C::XC, LDS>(f, sub, sub + C::XB, r0, t);
         const uint32_t go_smem = smem_u32(sub + C::XB + C::YB);
         static_for<C::PH>([&](auto pl) {
             constexpr int L = decltype(pl)::value, I = K * C::PH + L, p = P0 + L, nq = path_pairs<ID>(p), b = I % 2;
-            static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value)>(a[b][decltype(u)::value], f); });
+            static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value), RN>(a[b][decltype(u)::value], f); });
             wg::fence();
             static_for<nq>([&](auto u) {
                 constexpr int j = Plans<ID>::pair.pj[path_pair<ID>(p, decltype(u)::value)];
