@@ -50,6 +50,9 @@ FCGP_CHUNKED_SHAPES = [(2048, 64, 40), (2085, 72, 24)]
 # more Hopper gW tiles than SMs: a round of whole tiles, then segments of the batch on several
 # blocks handing their sums over through flags (fcgp_gw_sched.h), in one or two rounds
 FCGP_SCHED_SHAPES = [(200, 512, 528)]
+# go's norm coefficients formed in go^T's transpose (_C._fcgp_sm90_bwd_go_norm): clusters of 3, 2,
+# 2 and 16 column tiles (N_out 512, the most it takes: reads of 15 peers' shared memory), two chunks
+FCGP_GO_NORM_SHAPES = FCGP_SHAPES + [(2048, 64, 40), (70, 64, 512)]
 
 
 def host(*shape, dtype):
@@ -160,8 +163,10 @@ def run(quick, hopper_only=False):
         # forward, N_in 64 takes the copy engine), normalize on and off, with and without the gate
         # (and the Hopper backward kernels, their own switch, with the forward on); last, the
         # forward's norm with a zero wait, so that every tile but a row block's last leaves its
-        # o to that one to scale (the epilogue's fix-up)
+        # o to that one to scale (the epilogue's fix-up); then the backward with go's norm
+        # coefficients formed in go^T's transpose (a cluster's distributed shared memory)
         before, before_gw = fc._C._fcgp_sm90(), fc._C._fcgp_sm90_bwd()
+        before_go = fc._C._fcgp_sm90_bwd_go_norm()
         before_wait = fc._C._fcgp_sm90_fwd_norm_wait()
         hopper_algs, hopper_modes = [fc.Algebra(2), fc.Algebra(3)], ["tf32", "fp32-bf16", "bfloat16"]
         for on, gw in ((True, True),) if hopper_only else ((True, False), (False, False), (True, True)):
@@ -172,9 +177,13 @@ def run(quick, hopper_only=False):
         fc._C._fcgp_sm90(True)
         fc._C._fcgp_sm90_fwd_norm_wait(0)
         n_switch += run_fcgp(hopper_algs, hopper_modes, False, FCGP_SHAPES)
+        fc._C._fcgp_sm90_fwd_norm_wait(before_wait)
+        fc._C._fcgp_sm90_bwd(True)
+        fc._C._fcgp_sm90_bwd_go_norm(True)
+        n_switch += run_fcgp(hopper_algs, hopper_modes, False, FCGP_GO_NORM_SHAPES)
+        fc._C._fcgp_sm90_bwd_go_norm(before_go)
         fc._C._fcgp_sm90(before)
         fc._C._fcgp_sm90_bwd(before_gw)
-        fc._C._fcgp_sm90_fwd_norm_wait(before_wait)
     torch.cuda.synchronize()
     print(f"gpu_sanitize: {n_sgp} SGP and {n_fcgp} FCGP cases ran, and {n_switch} FCGP cases with the Hopper "
           "forward switched on and off and its backward kernels on")

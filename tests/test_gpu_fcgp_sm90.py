@@ -362,3 +362,42 @@ def test_backward_grads_as_scratch(bwd_on, alg, mode):
         fc._C.fcgp_backward(*args, norms=norms, out=out, grad_x=off_by_4(x), grad_y=off_by_4(y),
                             grad_weight=torch.empty_like(w),
                             workspace=torch.empty(size, dtype=torch.uint8, device="cuda"), stream=s)
+
+
+# go's norm coefficients formed in go^T's transpose (_C._fcgp_sm90_bwd_go_norm, off by default until
+# measured): the torch op's backward from its saved output and norms, every gradient against the
+# float64 einsum with the switch on. The transpose's CTAs of a row block form one cluster that sums
+# each row's dot products through distributed shared memory: clusters of 1, 2, 4 and 16 column tiles
+# (N_out 512, the most it takes), N_out not a multiple of 4, a row tail, two batch chunks; past 512
+# (N_out 520) the separate norm_bwd pass runs instead. Bitwise the same from run to run.
+GO_NORM_SHAPES = [
+    pytest.param((200,), 64, 104, id="B200-64-104"),
+    pytest.param((1,), 8, 1, id="B1-8-1"),
+    pytest.param((66,), 40, 45, id="B66-40-45"),
+    pytest.param((3, 23), 120, 128, id="B3x23-120-128"),
+    pytest.param((130,), 64, 512, id="B130-64-512"),
+    pytest.param((40,), 64, 520, id="B40-64-520"),
+    pytest.param((2048,), 64, 40, id="B2048-64-40"),
+]
+
+
+@pytest.fixture
+def go_norm_on(bwd_on):
+    yield from _switched(fc._C._fcgp_sm90_bwd_go_norm, True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out", GO_NORM_SHAPES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_go_norm_in_the_transpose(go_norm_on, alg, batch, n_in, n_out, mode):
+    seed = seed_for(f"sm90-go-norm/{alg.name}/{batch}/{n_out}/{mode}") % 997
+    check_fcgp(alg, batch, n_in, n_out, mode, True, seed=seed)
+    dtype, precision = FCGP_MODES[mode][:2]
+    x, y, w, gout = make_fcgp(alg, batch, n_in, n_out, dtype, seed + 1)
+    grads = []
+    for _ in range(2):
+        leaves = [t.clone().requires_grad_(True) for t in (x, y, w)]
+        fc.gelu_fcgp_norm(*leaves, alg, True, precision=precision).backward(gout)
+        grads.append([t.grad for t in leaves])
+    for a, b in zip(*grads, strict=True):
+        assert torch.equal(a, b)

@@ -1193,16 +1193,20 @@ template <int ID, class E, int MODE, class Tio> struct Op {
     }
 
     /* The Hopper backward: the norm's row statistics here (norm_bwd, from out, or from o
-     * recomputed as the forward made it), then go^T and the three gradients (sm90::backward). */
+     * recomputed as the forward made it; from out under sm90::go_norm_fused, go^T's transpose
+     * forms them itself from out and the norms), then go^T and the three gradients
+     * (sm90::backward). */
     static fc_status sm90_backward(const fc_args *a, const E *x, const E *y, const E *w, const Layout &L, char *ws,
                                    cudaStream_t st)
     {
         if constexpr (SM90_TYPES) {
             const int64_t B = a->B, No = a->N_out;
-            sm90::BwdInputs in{x, y, w, nullptr, 0, nullptr};
+            sm90::BwdInputs in{x, y, w, nullptr, 0, nullptr, nullptr};
             C *stats = (C *)(ws + L.stats);
             fc_status s;
-            if (from_out(a)) {
+            if (from_out(a) && sm90::go_norm_fused(a, MODE)) { /* go^T's transpose forms the coefficients */
+                in.v = a->out, in.v_bytes = (int)sizeof(Tio), in.norms = (const C *)a->norms;
+            } else if (from_out(a)) {
                 norm_bwd<ID, C, Tio, E, Tio, true><<<(unsigned)B, 128, 0, st>>>(
                     (const Tio *)a->out, (const Tio *)a->grad_out, (const C *)a->norms, nullptr, 0, (E *)nullptr, B, No,
                     stats);

@@ -132,7 +132,11 @@ void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shap
 
 namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
+std::atomic<int> g_go_norm{-1};  /* FLASHCLIFFORD_FCGP_BWD_GO_NORM: "1" forms go's coefficients in go^T's transpose */
 }
+/* Off by default: written in session 23 with no device time left to measure it (NOTES_FCGP.md). */
+bool go_norm_setting() { return switch_state(g_go_norm, "FLASHCLIFFORD_FCGP_BWD_GO_NORM", 0); }
+void set_go_norm(bool on) { g_go_norm.store(on ? 1 : 0); }
 bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }
 void set_fused_norm(bool on) { g_fwd_norm.store(on ? 1 : 0); }
 
@@ -650,8 +654,16 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * without the norm go = gout. In the operand type, tf32-rounded for the tf32 products, the batch
  * inside each block of kBatchBlock in got_row's order, zeros from B to Bp and from N_out to Nor.
  * 32 x 32 tiles of all D components through shared memory: the loads go along grad_out's rows,
- * the 16-byte stores along the panels (a tile's 32 rows of a step are 1 KB contiguous). */
-template <int ID, int MODE, class Tv, class Tg>
+ * the 16-byte stores along the panels (a tile's 32 rows of a step are 1 KB contiguous).
+ *
+ * FUSED: v is the forward's out and stats its norms r (B, G), and the kernel forms norm_bwd's
+ * coefficients itself, coef_g = dot_g / (r_g N_out) with dot_g the row's sum over the grade of
+ * gout_A out_A: the grid's column tiles of a row block are one cluster (gridDim.y CTAs, N_out <=
+ * 32 gridDim.y), each CTA sums its 32 columns of each row (a fixed xor tree over the warp's
+ * lanes) into shared memory, and after a cluster barrier each row's sum over the CTAs is taken
+ * in rank order through distributed shared memory: deterministic, and grad_out and out are read
+ * once instead of twice. */
+template <int ID, int MODE, class Tv, class Tg, bool FUSED = false>
 __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, const Tg *__restrict__ gout,
                                                      const float *__restrict__ stats, Elem<MODE> *__restrict__ got,
                                                      int64_t B, int64_t No, int64_t Bp, int64_t cs, int64_t gcs)
@@ -661,37 +673,93 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
     constexpr int D = A::D, G = A::G, KS = kSteps(MODE), V = 16 / sizeof(E), PIECES = 32 * 32 / V;
     static_assert(V * 2 == KS && 32 % kBatchBlock == 0 && kBatchBlock % KS == 0, "two pieces a 32-byte row");
     __shared__ float tile[D][32][33];
+    __shared__ float part[FUSED ? 32 : 1][G]; /* FUSED: this CTA's per-row dot products */
+    /* FUSED: out's values of the thread's rows until the coefficients are known (grad_out's wait
+     * in `tile`: both there would pass the 48 KB of static shared memory at D = 8) */
+    [[maybe_unused]] float vkeep[FUSED ? 4 : 1][FUSED ? D : 1];
     const int64_t b0 = (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32, Nor = got_rows(No);
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    /* go of one element from gout and v there and its row's 1 / r_g and coef_g (norm_bwd's form) */
+    auto form = [&](const float(&gv)[D], const float(&vv)[D], const float *inv, const float *coef, float(&go)[D]) {
+        float t[G] = {};
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value, g = A::table.grade[a], s = A::table.grade_sign[a];
+            if constexpr (s != 0)
+                t[g] += float(s) * vv[a] * vv[a];
+        });
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value, g = A::table.grade[a], s = A::table.grade_sign[a];
+            go[a] = gv[a] * inv[g] - coef[g] * sign_of(t[g]) * float(s) * vv[a];
+        });
+    };
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-        const int64_t b = b0 + ty + 8 * r, m = m0 + tx;
-        float go[D] = {};
+        const int row = ty + 8 * r;
+        const int64_t b = b0 + row, m = m0 + tx;
+        float go[D] = {}, vv[D] = {};
         if (b < B && m < No) {
             float gv[D];
             static_for<D>([&](auto ac) { gv[decltype(ac)::value] = load<Tg>(gout[decltype(ac)::value * cs + b * No + m]); });
-            if (stats) {
-                float vv[D], t[G] = {};
-                static_for<D>([&](auto ac) {
-                    constexpr int a = decltype(ac)::value, g = A::table.grade[a], s = A::table.grade_sign[a];
-                    vv[a] = load<Tv>(v[a * cs + b * No + m]);
-                    if constexpr (s != 0)
-                        t[g] += float(s) * vv[a] * vv[a];
-                });
-                const float *st = stats + b * 2 * G; /* 1 / r_g, then coef_g */
-                static_for<D>([&](auto ac) {
-                    constexpr int a = decltype(ac)::value, g = A::table.grade[a], s = A::table.grade_sign[a];
-                    go[a] = gv[a] * st[g] - st[G + g] * sign_of(t[g]) * float(s) * vv[a];
-                });
-            } else {
+            if (FUSED || stats)
+                static_for<D>([&](auto ac) { vv[decltype(ac)::value] = load<Tv>(v[decltype(ac)::value * cs + b * No + m]); });
+            if (FUSED || !stats) {
 #pragma unroll
                 for (int a = 0; a < D; ++a)
-                    go[a] = gv[a];
+                    go[a] = gv[a]; /* the norm's go comes later (FUSED) or never */
+            } else {
+                form(gv, vv, stats + b * 2 * G, stats + b * 2 * G + G, go); /* 1 / r_g, then coef_g */
             }
         }
 #pragma unroll
         for (int a = 0; a < D; ++a)
-            tile[a][ty + 8 * r][tx] = go[a];
+            tile[a][row][tx] = go[a];
+        if constexpr (FUSED) {
+            float dot[G] = {}; /* the row's dot products over this tile's 32 columns: a fixed xor tree */
+            static_for<D>([&](auto ac) {
+                constexpr int a = decltype(ac)::value, g = A::table.grade[a];
+                dot[g] += go[a] * vv[a];
+                vkeep[r][a] = vv[a];
+            });
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+#pragma unroll
+                for (int off = 16; off > 0; off >>= 1)
+                    dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], off);
+                if (tx == 0)
+                    part[row][g] = dot[g];
+            }
+        }
+    }
+    if constexpr (FUSED) {
+        tma::cluster_sync(); /* every CTA's partials written and visible across the cluster */
+        const int cn = (int)gridDim.y; /* the cluster: this row block's column tiles, rank = blockIdx.y */
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int row = ty + 8 * r;
+            const int64_t b = b0 + row;
+            float inv[G] = {}, coef[G] = {}; /* zero past B: go stays zero there */
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                /* lane k holds CTA k's partial; the same fixed tree over the lanes */
+                float d = tx < cn ? tma::ld_cluster_f32(tma::cluster_addr(&part[row][g], (uint32_t)tx)) : 0.f;
+#pragma unroll
+                for (int off = 16; off > 0; off >>= 1)
+                    d += __shfl_xor_sync(0xffffffffu, d, off);
+                if (b < B) {
+                    inv[g] = 1.f / stats[b * G + g]; /* as norm_bwd: 1 / r, then dot / r / N_out */
+                    coef[g] = d * inv[g] / (float)No;
+                }
+            }
+            float gv[D], go[D];
+#pragma unroll
+            for (int a = 0; a < D; ++a)
+                gv[a] = tile[a][row][tx]; /* this thread's own */
+            form(gv, vkeep[r], inv, coef, go);
+#pragma unroll
+            for (int a = 0; a < D; ++a)
+                tile[a][row][tx] = go[a];
+        }
+        tma::cluster_arrive(); /* this CTA's reads of its peers' partials are done */
     }
     __syncthreads();
     /* piece i of a component: step i / 64 of the tile, row (i / 2) % 32, 16-byte half i % 2 in
@@ -713,9 +781,60 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
         }
         *(uint4 *)(got + got_offset<MODE>(gcs, Nor, a, m, q0 + half * V)) = *(const uint4 *)e;
     }
+    if constexpr (FUSED)
+        tma::cluster_wait(); /* no CTA leaves while a peer may still read its partials */
 }
 
 namespace {
+
+constexpr int kGoClusterMost = 16; /* the FUSED go^T's cluster: non-portable above 8 CTAs */
+
+/* The FUSED go^T's launch: its cluster spans the grid's column tiles (gridDim.y). */
+cudaLaunchConfig_t go_norm_config(dim3 grid, cudaLaunchAttribute &attr, cudaStream_t st)
+{
+    attr = cudaLaunchAttribute{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 1, attr.val.clusterDim.y = grid.y, attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid, cfg.blockDim = dim3(256), cfg.dynamicSmemBytes = 0, cfg.stream = st;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    return cfg;
+}
+
+/* Whether a cluster of cn of the FUSED go^T's CTAs fits on the current device (asked once for each
+ * cn: every device this unit runs on is compute capability 9.0). */
+template <int ID, int MODE, class T> bool go_norm_fits(int cn)
+{
+    static std::atomic<int> known[kGoClusterMost + 1]; /* 0: not asked yet, 1: fits, 2: does not */
+    int k = known[cn].load(std::memory_order_relaxed);
+    if (k == 0) {
+        auto kern = go_transpose<ID, MODE, T, T, true>;
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg = go_norm_config(dim3(1, (unsigned)cn), attr, nullptr);
+        int n = 0;
+        const bool ok = (cn <= 8 || cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+                                        cudaSuccess) &&
+                        cudaOccupancyMaxActiveClusters(&n, kern, &cfg) == cudaSuccess && n > 0;
+        if (!ok)
+            (void)cudaGetLastError(); /* a refused query is an answer (no), not an error for the next call */
+        k = ok ? 1 : 2;
+        known[cn].store(k);
+    }
+    return k == 1;
+}
+
+template <int ID, int MODE, class Tio>
+fc_status launch_go_norm(dim3 grid, const Tio *v, const Tio *gout, const float *norms, Elem<MODE> *got, int64_t rows,
+                         int64_t No, int64_t Bp, int64_t cs, int64_t gcs, cudaStream_t st)
+{
+    auto kern = go_transpose<ID, MODE, Tio, Tio, true>;
+    if (grid.y > 8)
+        FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = go_norm_config(grid, attr, st);
+    FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, v, gout, norms, got, rows, No, Bp, cs, gcs));
+    return FC_OK;
+}
 
 template <int ID, int MODE, class Tio>
 fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
@@ -773,7 +892,11 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         const dim3 tgrid((unsigned)cdiv(Bp, 32), (unsigned)cdiv(No, 32));
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
-        if (in.v && in.v_bytes == 4)
+        if (in.norms) { /* the norm's coefficients summed over a cluster of the row block's column tiles */
+            if ((s = launch_go_norm<ID, MODE, Tio>(tgrid, (const Tio *)in.v + b0 * No, gout, in.norms + b0 * G, got, rows,
+                                                   No, Bp, cs, gcs, st)) != FC_OK)
+                return s;
+        } else if (in.v && in.v_bytes == 4)
             go_transpose<ID, MODE, float, Tio><<<tgrid, 256, 0, st>>>((const float *)in.v + b0 * No, gout, stats, got,
                                                                       rows, No, Bp, cs, gcs);
         else
@@ -850,7 +973,29 @@ fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, cu
     });
 }
 
+bool go_norm_fused(const fc_args *a, int mode)
+{
+    if (!go_norm_setting() || a->N_out <= 0 || cdiv(a->N_out, 32) > kGoClusterMost)
+        return false;
+    const int cn = (int)cdiv(a->N_out, 32);
+    bool fits = false;
+    /* the instantiation backward() will launch: bf16 data with bf16 products, else fp32 data */
+    const fc_status s = dispatch(a, mode, "go^T", [&](auto id, auto md) -> fc_status {
+        constexpr int ID = decltype(id)::value, MODE = decltype(md)::value;
+        if constexpr (MODE == kBF16)
+            if (a->dtype == FC_BF16) {
+                fits = go_norm_fits<ID, MODE, __nv_bfloat16>(cn);
+                return FC_OK;
+            }
+        fits = go_norm_fits<ID, MODE, float>(cn);
+        return FC_OK;
+    });
+    return s == FC_OK && fits;
+}
+
 #else /* not built for sm_90a: planned() is false, so this is never reached */
+
+bool go_norm_fused(const fc_args *, int) { return false; }
 
 fc_status forward_gemm(const fc_args *, int, const void *, const void *, const void *, void *, const FwdOut &,
                        cudaStream_t)
@@ -894,6 +1039,10 @@ int fc_fcgp_sm90_fwd_norm_switch(int on)
 int fc_fcgp_sm90_fwd_wbulk_switch(int on)
 {
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
+}
+int fc_fcgp_sm90_bwd_go_norm_switch(int on)
+{
+    return toggle(on, fc::fcgp::sm90::set_go_norm, fc::fcgp::sm90::go_norm_setting);
 }
 
 int fc_fcgp_sm90_fwd_cluster(int shape)

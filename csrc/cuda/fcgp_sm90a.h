@@ -87,7 +87,10 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * hold them, gW's xg^T, yg^T span half the batch. `in`: x, y, w the inputs in the operand type
  * (converted copies for fp32 data with bf16 products); v the forward's out (v_bytes: the data
  * type's size) or the recomputed o (fp32, v_bytes 4), and stats (B, 2 G: 1 / r_g, then the norm
- * backward's coefficient, per row: fcgp.cu's norm_bwd), both NULL without the norm. grad_out and
+ * backward's coefficient, per row: fcgp.cu's norm_bwd), both NULL without the norm; or, where
+ * go_norm_fused() says so, v the forward's out with norms its r (B, G) and stats NULL: go^T's
+ * transpose then sums the coefficient's dot products itself, over a cluster of its column tiles
+ * (no norm_bwd pass over grad_out and out). grad_out and
  * the gradients are the args' (data type; grad_x, grad_y and grad_weight NULL when not wanted);
  * all three are written here (the weight gradient summed on chip in a fixed order: no
  * reduction left to the caller). */
@@ -95,10 +98,20 @@ struct BwdInputs {
     const void *x, *y, *w, *v;
     int v_bytes;
     const float *stats;
+    const float *norms;
 };
 bool bwd_planned(const fc_args *a, int mode, int operand_bytes);
 size_t bwd_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
 fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, cudaStream_t stream);
+
+/* Whether the backward from the saved output (v = out, norms given) forms the norm's
+ * coefficients inside go^T's transpose (BwdInputs::norms) instead of taking fcgp.cu's norm_bwd
+ * statistics: the switch (FLASHCLIFFORD_FCGP_BWD_GO_NORM=1 at start-up, or set_go_norm; off by
+ * default until measured), N_out within one cluster of 32-column tiles (at most 16: N_out <=
+ * 512), and such a cluster fitting on the device. */
+bool go_norm_fused(const fc_args *a, int mode);
+bool go_norm_setting();
+void set_go_norm(bool on);
 
 /* The switches (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0", FLASHCLIFFORD_FCGP_SM90_BWD
  * == "0" for the backward kernels) and whether the unit has sm_90a code. */
