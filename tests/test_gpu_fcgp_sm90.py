@@ -319,7 +319,11 @@ def test_backward_planned_and_deterministic(bwd_on, alg, mode):
     gap = ws(B - 1) - on  # less by the other buffers' one row (the norm statistics: bytes)
     assert gap >= transposes - 4096 if mode != "fp32-bf16" else abs(gap) < transposes // 2
     # gW tiles in segments of the batch summed in order, no atomics: bitwise the same from run to run
-    x, y, w, gout = make_fcgp(alg, (B,), n_in, n_out, dtype, 7)
+    _assert_backward_repeats(alg, *make_fcgp(alg, (B,), n_in, n_out, dtype, 7), precision)
+
+
+def _assert_backward_repeats(alg, x, y, w, gout, precision):
+    """The torch op's three gradients at (x, y, w, gout) twice: bitwise the same."""
     grads = []
     for _ in range(2):
         leaves = [t.clone().requires_grad_(True) for t in (x, y, w)]
@@ -393,11 +397,4 @@ def test_backward_go_norm_in_the_transpose(go_norm_on, alg, batch, n_in, n_out, 
     seed = seed_for(f"sm90-go-norm/{alg.name}/{batch}/{n_out}/{mode}") % 997
     check_fcgp(alg, batch, n_in, n_out, mode, True, seed=seed)
     dtype, precision = FCGP_MODES[mode][:2]
-    x, y, w, gout = make_fcgp(alg, batch, n_in, n_out, dtype, seed + 1)
-    grads = []
-    for _ in range(2):
-        leaves = [t.clone().requires_grad_(True) for t in (x, y, w)]
-        fc.gelu_fcgp_norm(*leaves, alg, True, precision=precision).backward(gout)
-        grads.append([t.grad for t in leaves])
-    for a, b in zip(*grads, strict=True):
-        assert torch.equal(a, b)
+    _assert_backward_repeats(alg, *make_fcgp(alg, batch, n_in, n_out, dtype, seed + 1), precision)
