@@ -9,7 +9,8 @@
 # STAGES=build,test,sidestream,sanitize,sass,bench selects stages (bench_sgp / bench_fcgp: one table;
 # parts_fcgp: fcgp_parts.py's per-kernel split; ncu_fcgp: Nsight Compute on the Hopper FCGP kernels;
 # ncu_src_fcgp: their stall samples per source line, NCU_KERNELS and NCU_CELLS="2,float32,4096,512" narrowing it; none of these in the default set); SANITIZE_TOOLS="memcheck racecheck"
-# selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
+# selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too; SANITIZE_ARGS="--hopper": gpu_sanitize.py's
+# Hopper FCGP cases alone, for every tool); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
 # GPU_TESTS="tests/test_gpu_fcgp.py ..." narrows the test stage to those files (default tests/);
 # logs and results go to $OUT (default gpu_check_out).
 set -uo pipefail
@@ -89,8 +90,9 @@ if has sanitize; then
         quick=--quick
         [ "$tool" = memcheck ] && [ "${SANITIZE_QUICK:-0}" != 1 ] && quick=
         start=$SECONDS
+        # shellcheck disable=SC2086  # SANITIZE_ARGS may hold several words
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-            "${filters[@]}" python3 tests/gpu_sanitize.py $quick >"$OUT/sanitize_$tool.log" 2>&1
+            "${filters[@]}" python3 tests/gpu_sanitize.py ${SANITIZE_ARGS:-$quick} >"$OUT/sanitize_$tool.log" 2>&1
         rc=$?
         tail -n 3 "$OUT/sanitize_$tool.log"
         echo "$tool: exit $rc after $((SECONDS - start)) s"
