@@ -136,11 +136,15 @@ __device__ __forceinline__ void cluster_wait()
 #endif
 }
 
-/* Every thread of every CTA of the cluster (a __syncthreads across the cluster). */
+/* Every thread of every CTA of the cluster (a __syncthreads across the cluster); both halves in
+ * one statement, so nothing is scheduled between them. */
 __device__ __forceinline__ void cluster_sync()
 {
-    cluster_arrive();
-    cluster_wait();
+#if FC_HAVE_TMA
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+    __trap();
+#endif
 }
 
 /* A float from distributed shared memory (cluster_addr), after a cluster_sync that published it
