@@ -322,14 +322,17 @@ def test_backward_planned_and_deterministic(bwd_on, alg, mode):
     _assert_backward_repeats(alg, *make_fcgp(alg, (B,), n_in, n_out, dtype, 7), precision)
 
 
+def _grads(alg, x, y, w, gout, precision):
+    """The torch op's three gradients at (x, y, w, gout), normalized."""
+    leaves = [t.clone().requires_grad_(True) for t in (x, y, w)]
+    fc.gelu_fcgp_norm(*leaves, alg, True, precision=precision).backward(gout)
+    return [t.grad for t in leaves]
+
+
 def _assert_backward_repeats(alg, x, y, w, gout, precision):
     """The torch op's three gradients at (x, y, w, gout) twice: bitwise the same."""
-    grads = []
-    for _ in range(2):
-        leaves = [t.clone().requires_grad_(True) for t in (x, y, w)]
-        fc.gelu_fcgp_norm(*leaves, alg, True, precision=precision).backward(gout)
-        grads.append([t.grad for t in leaves])
-    for a, b in zip(*grads, strict=True):
+    first, second = (_grads(alg, x, y, w, gout, precision) for _ in range(2))
+    for a, b in zip(first, second, strict=True):
         assert torch.equal(a, b)
 
 
@@ -398,3 +401,37 @@ def test_backward_go_norm_in_the_transpose(go_norm_on, alg, batch, n_in, n_out, 
     check_fcgp(alg, batch, n_in, n_out, mode, True, seed=seed)
     dtype, precision = FCGP_MODES[mode][:2]
     _assert_backward_repeats(alg, *make_fcgp(alg, batch, n_in, n_out, dtype, seed + 1), precision)
+
+
+# ... and how it relates to the separate pass, bit for bit (tf32): norm_bwd sums a row with one
+# thread a column over 4 warps of 32 columns, then a fixed tree over the warps, which for N_out <=
+# 128 is exactly the cluster's order (tile k = warp k), so there the fused gradients must equal the
+# separate pass's bit for bit; wider, norm_bwd's threads first add several columns each, so the
+# tf32 gradients differ in their last bits, which shows that the fused transpose ran (a 16-CTA
+# cluster, non-portable, at N_out 512: this fails if the device will not schedule it); past 512
+# norm_bwd runs and the bits are the separate pass's again. A last-bit change of go reaches the
+# gradients only where it moves go's tf32 rounding (about 1 in 8192 values), so grad_out leans on
+# out (the coefficient's term then weighs in every go) and the batches are large enough for
+# hundreds of such moves.
+@pytest.mark.parametrize("batch,n_in,n_out,same", [
+    pytest.param((200,), 64, 104, True, id="B200-64-104"),
+    pytest.param((600,), 64, 200, False, id="B600-64-200"),
+    pytest.param((300,), 64, 512, False, id="B300-64-512"),
+    pytest.param((40,), 64, 520, True, id="B40-64-520"),
+])
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_go_norm_against_the_separate_pass(bwd_on, alg, batch, n_in, n_out, same):
+    seed = seed_for(f"sm90-go-norm-bits/{alg.name}/{n_out}") % 997
+    x, y, w, gout = make_fcgp(alg, batch, n_in, n_out, torch.float32, seed)
+    with torch.no_grad():
+        gout = gout + 4 * fc.gelu_fcgp_norm(x, y, w, alg, True, precision="tf32")
+    before = fc._C._fcgp_sm90_bwd_go_norm()
+    try:
+        grads = {}
+        for on in (False, True):
+            fc._C._fcgp_sm90_bwd_go_norm(on)
+            grads[on] = _grads(alg, x, y, w, gout, "tf32")
+    finally:
+        fc._C._fcgp_sm90_bwd_go_norm(before)
+    equal = [torch.equal(a, b) for a, b in zip(grads[False], grads[True], strict=True)]
+    assert all(equal) if same else not all(equal), equal
