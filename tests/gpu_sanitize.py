@@ -50,8 +50,9 @@ FCGP_CHUNKED_SHAPES = [(2048, 64, 40), (2085, 72, 24)]
 # more Hopper gW tiles than SMs: a round of whole tiles, then segments of the batch on several
 # blocks handing their sums over through flags (fcgp_gw_sched.h), in one or two rounds
 FCGP_SCHED_SHAPES = [(200, 512, 528)]
-# go's norm coefficients formed in go^T's transpose (_C._fcgp_sm90_bwd_go_norm): clusters of 3, 2,
-# 2 and 16 column tiles (N_out 512, the most it takes: reads of 15 peers' shared memory), two chunks
+# go's norm coefficients formed in go^T's transpose (_C._fcgp_sm90_bwd_go_norm): clusters of 3, 3,
+# 2, 2 (two chunks) and 16 column tiles (N_out 512, the most it takes: reads of 15 peers' shared
+# memory)
 FCGP_GO_NORM_SHAPES = FCGP_SHAPES + [(2048, 64, 40), (70, 64, 512)]
 
 
