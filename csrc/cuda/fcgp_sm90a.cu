@@ -192,21 +192,22 @@ int bwd_chunks(const fc_args *a)
 
 std::atomic<int> g_gw_kk{-1}; /* FLASHCLIFFORD_FCGP_GW_KK: 1 or 2; 0: by the rule */
 
-/* gW's sub-steps (32 bytes of batch each) a ring step (GwCfg::KK): 2, except 1 at Cl(3,0) tf32,
- * where the three stages of 72 KB that fit measured slower than five of 36 (B 4096, N 512,
- * NOTES_FCGP.md session 17: 404 -> 318 us Cl(2,0) tf32, 225 -> 180 bf16, 485 -> 451 Cl(3,0)
- * bf16; 972 -> 1043 Cl(3,0) tf32). FLASHCLIFFORD_FCGP_GW_KK=1 or 2 at start-up fixes it. The
- * schedule's steps and the kernel's must agree: both come from here. */
-int gw_sub_steps(int D, int mode)
+/* gW's sub-steps (32 bytes of batch each) a ring step (GwCfg::KK): 2 (B 4096, N 512, NOTES_FCGP.md
+ * session 17: 404 -> 318 us Cl(2,0) tf32, 225 -> 180 bf16, 485 -> 451 Cl(3,0) bf16). Cl(3,0) tf32,
+ * where only three stages of 72 KB fit, measured slower at 2 in session 17 (972 -> 1043 us), and
+ * faster since session 22's lighter steps (session 24, H100: 529 -> 454 us).
+ * FLASHCLIFFORD_FCGP_GW_KK=1 or 2 at start-up fixes it. The schedule's steps and the kernel's
+ * must agree: both come from here. */
+int gw_sub_steps()
 {
     const int c = env_choice(g_gw_kk, "FLASHCLIFFORD_FCGP_GW_KK", 1, 2, 0);
-    return c > 0 ? c : D == 8 && mode == kTF32 ? 1 : 2;
+    return c > 0 ? c : 2;
 }
 
 /* gW's schedule for a chunk of Bp padded rows on this device: its steps are the ring's. */
 GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 {
-    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps(a->alg->D, mode)),
+    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps()),
                          std::max(1, sm_count(a->device)));
 }
 
@@ -944,7 +945,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 return FC_OK;
             };
             /* the sub-steps gw_sched counted with */
-            s = gw_sub_steps(D, MODE) == 2 ? gw(std::integral_constant<int, 2>{}) : gw(std::integral_constant<int, 1>{});
+            s = gw_sub_steps() == 2 ? gw(std::integral_constant<int, 2>{}) : gw(std::integral_constant<int, 1>{});
             if (s != FC_OK)
                 return s;
         }
