@@ -128,10 +128,10 @@ long long fc_fcgp_sm90_fwd_norm_wait(long long us);
 /* How the Hopper FCGP forward brings W^T (the same convention; initially on, in stage order by
  * bulk copies, unless FLASHCLIFFORD_FCGP_FWD_WBULK == "0"; off: boxes of W^T). */
 int fc_fcgp_sm90_fwd_wbulk_switch(int on);
-/* Whether the Hopper FCGP backward from the saved output forms the norm's coefficients in go^T's
- * transpose (a cluster of its column tiles, N_out <= 512) instead of a norm_bwd pass (the same
- * convention; initially off unless FLASHCLIFFORD_FCGP_BWD_GO_NORM == "1"). */
-int fc_fcgp_sm90_bwd_go_norm_switch(int on);
+/* The rows of each slice of the Hopper FCGP backward's norm statistics and go^T transpose: rows >=
+ * -1 sets it (-1 by the rule, 0 a whole chunk, n > 0 n rows in 32-row blocks); returns the setting
+ * (initially FLASHCLIFFORD_FCGP_BWD_GO_ROWS, else -1). */
+long long fc_fcgp_sm90_bwd_go_rows(long long rows);
 /* ... and its cluster shape: shape >= 0 sets it (0 by the rule, 1 one CTA, 2 two column tiles,
  * 3 two row tiles); returns the setting (initially FLASHCLIFFORD_FCGP_FWD_CLUSTER, else 0). */
 int fc_fcgp_sm90_fwd_cluster(int shape);

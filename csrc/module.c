@@ -178,11 +178,6 @@ static PyObject *fcgp_sm90_fwd_wbulk(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_fwd_wbulk", fc_fcgp_sm90_fwd_wbulk_switch);
 }
-static PyObject *fcgp_sm90_bwd_go_norm(PyObject *module, PyObject *args)
-{
-    (void)module;
-    return switch_call(args, "|O:_fcgp_sm90_bwd_go_norm", fc_fcgp_sm90_bwd_go_norm_switch);
-}
 /* _fcgp_sm90_fwd_cluster(shape=-1): set the shape when shape >= 0; returns the setting */
 static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
 {
@@ -205,6 +200,16 @@ static PyObject *fcgp_sm90_fwd_norm_wait(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "|L:_fcgp_sm90_fwd_norm_wait", &us))
         return NULL;
     return PyLong_FromLongLong(fc_fcgp_sm90_fwd_norm_wait(us));
+}
+
+/* _fcgp_sm90_bwd_go_rows(rows=-2): set the slice rows when rows >= -1; returns the setting */
+static PyObject *fcgp_sm90_bwd_go_rows(PyObject *module, PyObject *args)
+{
+    (void)module;
+    long long rows = -2;
+    if (!PyArg_ParseTuple(args, "|L:_fcgp_sm90_bwd_go_rows", &rows))
+        return NULL;
+    return PyLong_FromLongLong(fc_fcgp_sm90_bwd_go_rows(rows));
 }
 
 static PyMethodDef module_methods[] = {
@@ -251,12 +256,13 @@ static PyMethodDef module_methods[] = {
      "Whether the Hopper FCGP forward brings W^T in stage order by bulk copies (on unless "
      "FLASHCLIFFORD_FCGP_FWD_WBULK=0 at start-up; off: boxes of W^T, bitwise the same result): None leaves "
      "it, True/False sets it; returns its state. Process-wide; for tests and measurements."},
-    {"_fcgp_sm90_bwd_go_norm", fcgp_sm90_bwd_go_norm, METH_VARARGS,
-     "_fcgp_sm90_bwd_go_norm(on=None)\n--\n\n"
-     "Whether the Hopper FCGP backward from the saved output forms the norm's coefficients while it "
-     "transposes go (a cluster of its 32-column tiles sums each row's dot products; N_out <= 512), instead "
-     "of a separate pass over grad_out and out (off unless FLASHCLIFFORD_FCGP_BWD_GO_NORM=1 at start-up): "
-     "None leaves it, True/False sets it; returns its state. Process-wide; for tests and measurements."},
+    {"_fcgp_sm90_bwd_go_rows", fcgp_sm90_bwd_go_rows, METH_VARARGS,
+     "_fcgp_sm90_bwd_go_rows(rows=-2)\n--\n\n"
+     "The rows of each slice in which the Hopper FCGP backward forms the norm's row statistics and then "
+     "transposes go, so that the transpose reads grad_out and out back from L2: -1 by the rule (about 16 MB "
+     "of them a slice; FLASHCLIFFORD_FCGP_BWD_GO_ROWS at start-up), 0 a whole batch chunk at once, n > 0 n "
+     "rows in whole 32-row blocks; bitwise the same result under each. rows >= -1 sets it; returns the "
+     "setting. Process-wide; for tests and measurements."},
     {"_fcgp_sm90_fwd_cluster", fcgp_sm90_fwd_cluster, METH_VARARGS,
      "_fcgp_sm90_fwd_cluster(shape=-1)\n--\n\n"
      "The Hopper FCGP forward's cluster shape: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_CLUSTER at start-up "

@@ -371,67 +371,47 @@ def test_backward_grads_as_scratch(bwd_on, alg, mode):
                             workspace=torch.empty(size, dtype=torch.uint8, device="cuda"), stream=s)
 
 
-# go's norm coefficients formed in go^T's transpose (_C._fcgp_sm90_bwd_go_norm, off by default until
-# measured): the torch op's backward from its saved output and norms, every gradient against the
-# float64 einsum with the switch on. The transpose's CTAs of a row block form one cluster that sums
-# each row's dot products through distributed shared memory: clusters of 1, 2, 4 and 16 column tiles
-# (N_out 512, the most it takes), N_out not a multiple of 4, a row tail, two batch chunks; past 512
-# (N_out 520) the separate norm_bwd pass runs instead. Bitwise the same from run to run.
-GO_NORM_SHAPES = [
-    pytest.param((200,), 64, 104, id="B200-64-104"),
-    pytest.param((1,), 8, 1, id="B1-8-1"),
-    pytest.param((66,), 40, 45, id="B66-40-45"),
-    pytest.param((3, 23), 120, 128, id="B3x23-120-128"),
-    pytest.param((130,), 64, 512, id="B130-64-512"),
-    pytest.param((40,), 64, 520, id="B40-64-520"),
-    pytest.param((2048,), 64, 40, id="B2048-64-40"),
+# The norm's row statistics (norm_bwd) and go^T's transpose run slice by slice, each slice's
+# transpose right after its statistics so that it reads grad_out and out back from L2
+# (_C._fcgp_sm90_bwd_go_rows: -1 the rule, 0 a whole chunk at once, n rows). The same kernels do
+# the same arithmetic for each row, so the gradients must be bitwise those of one slice a chunk for
+# slices of 32 rows (the fewest) and 96 (a short last slice; at B 2085 two chunks, the second of
+# 1029 rows padded to 1040), from the saved output (the torch op) and from the recomputed o (the C
+# call without out), and against the float64 einsum.
+GO_SLICE_SHAPES = [
+    pytest.param(200, 64, 104, id="B200-64-104"),
+    pytest.param(66, 40, 45, id="B66-40-45"),
+    pytest.param(2085, 64, 40, id="B2085-64-40"),
 ]
 
 
 @pytest.fixture
-def go_norm_on(bwd_on):
-    yield from _switched(fc._C._fcgp_sm90_bwd_go_norm, True)
+def go_rows_kept(bwd_on):
+    before = fc._C._fcgp_sm90_bwd_go_rows()
+    try:
+        yield
+    finally:
+        fc._C._fcgp_sm90_bwd_go_rows(before)
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("batch,n_in,n_out", GO_NORM_SHAPES)
+@pytest.mark.parametrize("batch,n_in,n_out", GO_SLICE_SHAPES)
 @pytest.mark.parametrize("alg", ALGS)
-def test_backward_go_norm_in_the_transpose(go_norm_on, alg, batch, n_in, n_out, mode):
-    seed = seed_for(f"sm90-go-norm/{alg.name}/{batch}/{n_out}/{mode}") % 997
-    check_fcgp(alg, batch, n_in, n_out, mode, True, seed=seed)
+def test_backward_go_slices(go_rows_kept, alg, batch, n_in, n_out, mode):
     dtype, precision = FCGP_MODES[mode][:2]
-    _assert_backward_repeats(alg, *make_fcgp(alg, batch, n_in, n_out, dtype, seed + 1), precision)
-
-
-# ... and how it relates to the separate pass, bit for bit (tf32): norm_bwd sums a row with one
-# thread a column over 4 warps of 32 columns, then a fixed tree over the warps, which for N_out <=
-# 128 is exactly the cluster's order (tile k = warp k), so there the fused gradients must equal the
-# separate pass's bit for bit; wider, norm_bwd's threads first add several columns each, so the
-# tf32 gradients differ in their last bits, which shows that the fused transpose ran (a 16-CTA
-# cluster, non-portable, at N_out 512: this fails if the device will not schedule it); past 512
-# norm_bwd runs and the bits are the separate pass's again. A last-bit change of go reaches the
-# gradients only where it moves go's tf32 rounding (about 1 in 8192 values), so grad_out leans on
-# out (the coefficient's term then weighs in every go) and the batches are large enough for
-# hundreds of such moves.
-@pytest.mark.parametrize("batch,n_in,n_out,same", [
-    pytest.param((200,), 64, 104, True, id="B200-64-104"),
-    pytest.param((600,), 64, 200, False, id="B600-64-200"),
-    pytest.param((300,), 64, 512, False, id="B300-64-512"),
-    pytest.param((40,), 64, 520, True, id="B40-64-520"),
-])
-@pytest.mark.parametrize("alg", ALGS)
-def test_backward_go_norm_against_the_separate_pass(bwd_on, alg, batch, n_in, n_out, same):
-    seed = seed_for(f"sm90-go-norm-bits/{alg.name}/{n_out}") % 997
-    x, y, w, gout = make_fcgp(alg, batch, n_in, n_out, torch.float32, seed)
-    with torch.no_grad():
-        gout = gout + 4 * fc.gelu_fcgp_norm(x, y, w, alg, True, precision="tf32")
-    before = fc._C._fcgp_sm90_bwd_go_norm()
-    try:
-        grads = {}
-        for on in (False, True):
-            fc._C._fcgp_sm90_bwd_go_norm(on)
-            grads[on] = _grads(alg, x, y, w, gout, "tf32")
-    finally:
-        fc._C._fcgp_sm90_bwd_go_norm(before)
-    equal = [torch.equal(a, b) for a, b in zip(grads[False], grads[True], strict=True)]
-    assert all(equal) if same else not all(equal), equal
+    prec = PRECISION_CODES[precision]
+    x, y, w, g = make_fcgp(alg, (batch,), n_in, n_out, dtype,
+                           seed_for(f"sm90-go-slices/{alg.name}/{batch}/{mode}") % 997)
+    s = stream_handle()
+    out, norms = torch.empty_like(g), torch.empty(batch, alg.G, device="cuda")
+    fc._C.fcgp_forward(x, y, w, alg.id, True, prec, out=out, norms=norms, stream=s)
+    grads = {}
+    for rows in (0, 32, 96, -1):
+        assert fc._C._fcgp_sm90_bwd_go_rows(rows) == rows
+        from_o = fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, stream=s)
+        grads[rows] = (_grads(alg, x, y, w, g, precision), [torch.from_dlpack(t) for t in from_o])
+    for rows in (32, 96, -1):
+        for got, want in zip(grads[rows], grads[0], strict=True):
+            assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), rows
+    for found in grads[-1]:
+        assert_fcgp([None, *found], x, y, w, g, alg, True, mode)

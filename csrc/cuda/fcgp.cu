@@ -431,16 +431,18 @@ __global__ void __launch_bounds__(128) fwd_finalize(const C *o, Tout *out, C *__
  * with dot'_g = sum gout_A out_A = dot_g / r_g the same go is gout_A / r_g - dot'_g sign(t_g)
  * s_A out_A / (N_out r_g): the backward then needs no recomputed o. With stats, the row's
  * 1 / r_g and coefficient coef_g (go_A = gout_A / r_g - coef_g sign(t_g) s_A v_A) go there, (B,
- * 2 G), instead of go: the Hopper backward forms go as it transposes it (fcgp_sm90a.cu). */
+ * 2 G), instead of go: the Hopper backward forms go as it transposes it (fcgp_sm90a.cu), and
+ * row0 + the block index is the row (a slice of the batch). */
 template <int ID, class C, class Tv, class Tg, class Tio, bool FROM_OUT>
 __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__restrict__ gout,
                                                 const C *__restrict__ norms, const C *__restrict__ partial, int nparts,
-                                                Tg *go, int64_t B, int64_t No, C *__restrict__ stats = nullptr)
+                                                Tg *go, int64_t B, int64_t No, C *__restrict__ stats = nullptr,
+                                                int64_t row0 = 0)
 {
     using A = AlgebraTraits<ID>;
     constexpr int D = A::D, G = A::G;
     __shared__ C red[4 * G];
-    const int64_t b = blockIdx.x;
+    const int64_t b = row0 + blockIdx.x;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     C inv[G], dot[G];
 #pragma unroll
@@ -1192,36 +1194,50 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         return FC_OK;
     }
 
-    /* The Hopper backward: the norm's row statistics here (norm_bwd, from out, or from o
-     * recomputed as the forward made it; from out under sm90::go_norm_fused, go^T's transpose
-     * forms them itself from out and the norms), then go^T and the three gradients
-     * (sm90::backward). */
+    /* norm_bwd's row statistics of rows [b0, b0 + n), from v (out, or the recomputed o with the
+     * forward's partials), for sm90::BwdInputs::stats_rows */
+    struct StatsJob {
+        const fc_args *a;
+        const void *v;
+        const C *part;
+        int parts;
+        C *stats;
+    };
+    template <class Tv, bool FROM_OUT>
+    static fc_status stats_rows(const void *ctx, int64_t b0, int64_t n, cudaStream_t st)
+    {
+        const StatsJob &j = *(const StatsJob *)ctx;
+        norm_bwd<ID, C, Tv, E, Tio, FROM_OUT><<<(unsigned)n, 128, 0, st>>>(
+            (const Tv *)j.v, (const Tio *)j.a->grad_out, (const C *)j.a->norms, j.part, j.parts, (E *)nullptr,
+            j.a->B, j.a->N_out, j.stats, b0);
+        FC_LAUNCH_CHECK(st);
+        return FC_OK;
+    }
+
+    /* The Hopper backward: with the norm, v is out (or o recomputed as the forward made it) and
+     * the norm's row statistics come from norm_bwd, which sm90::backward runs slice by slice just
+     * before go^T's transpose of each slice (stats_rows), then the three gradients. */
     static fc_status sm90_backward(const fc_args *a, const E *x, const E *y, const E *w, const Layout &L, char *ws,
                                    cudaStream_t st)
     {
         if constexpr (SM90_TYPES) {
-            const int64_t B = a->B, No = a->N_out;
-            sm90::BwdInputs in{x, y, w, nullptr, 0, nullptr, nullptr};
-            C *stats = (C *)(ws + L.stats);
-            fc_status s;
-            if (from_out(a) && sm90::go_norm_fused(a, MODE)) { /* go^T's transpose forms the coefficients */
-                in.v = a->out, in.v_bytes = (int)sizeof(Tio), in.norms = (const C *)a->norms;
-            } else if (from_out(a)) {
-                norm_bwd<ID, C, Tio, E, Tio, true><<<(unsigned)B, 128, 0, st>>>(
-                    (const Tio *)a->out, (const Tio *)a->grad_out, (const C *)a->norms, nullptr, 0, (E *)nullptr, B, No,
-                    stats);
-                FC_LAUNCH_CHECK(st);
-                in.v = a->out, in.v_bytes = (int)sizeof(Tio), in.stats = stats;
+            sm90::BwdInputs in{x, y, w, nullptr, 0, nullptr, nullptr, nullptr};
+            StatsJob job{a, nullptr, nullptr, 0, (C *)(ws + L.stats)};
+            if (from_out(a)) {
+                job.v = a->out;
+                in.v = a->out, in.v_bytes = (int)sizeof(Tio), in.stats_rows = stats_rows<Tio, true>;
             } else if (a->normalize) {
-                C *o = (C *)(ws + L.o), *part = a->norms ? nullptr : (C *)(ws + L.part);
+                C *o = (C *)(ws + L.o);
+                job.part = a->norms ? nullptr : (C *)(ws + L.part);
                 int64_t parts = 0;
-                if ((s = o_gemm(x, y, w, o, part, ws, L, a, st, &parts)) != FC_OK)
+                const fc_status s = o_gemm(x, y, w, o, (C *)job.part, ws, L, a, st, &parts);
+                if (s != FC_OK)
                     return s;
-                norm_bwd<ID, C, C, E, Tio, false><<<(unsigned)B, 128, 0, st>>>(
-                    o, (const Tio *)a->grad_out, (const C *)a->norms, part, (int)parts, (E *)nullptr, B, No, stats);
-                FC_LAUNCH_CHECK(st);
-                in.v = o, in.v_bytes = (int)sizeof(C), in.stats = stats;
+                job.v = o, job.parts = (int)parts;
+                in.v = o, in.v_bytes = (int)sizeof(C), in.stats_rows = stats_rows<C, false>;
             }
+            if (in.stats_rows)
+                in.stats = job.stats, in.stats_ctx = &job;
             return sm90::backward(a, MODE, in, ws + L.bw90, st);
         } else {
             return FC_ERR_TYPE; /* sm90_bwd_planned() is false for these types */

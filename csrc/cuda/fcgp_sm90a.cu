@@ -132,11 +132,25 @@ void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shap
 
 namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
-std::atomic<int> g_go_norm{-1};  /* FLASHCLIFFORD_FCGP_BWD_GO_NORM: "1" forms go's coefficients in go^T's transpose */
+std::atomic<long long> g_go_rows{-2}; /* FLASHCLIFFORD_FCGP_BWD_GO_ROWS; -2: not read yet */
 }
-/* Off by default: written in session 23 with no device time left to measure it (NOTES_FCGP.md). */
-bool go_norm_setting() { return switch_state(g_go_norm, "FLASHCLIFFORD_FCGP_BWD_GO_NORM", 0); }
-void set_go_norm(bool on) { g_go_norm.store(on ? 1 : 0); }
+/* The rows a slice of go^T's transpose (see go_slice_rows): -1 by the rule (the default), 0 one
+ * slice a chunk, n > 0 n rows rounded up to whole 32-row blocks; FLASHCLIFFORD_FCGP_BWD_GO_ROWS
+ * (0 to 1048576) at start-up, or set_go_rows, sets it. */
+long long go_rows_setting()
+{
+    long long v = g_go_rows.load(std::memory_order_relaxed);
+    if (v < -1) {
+        const char *e = getenv("FLASHCLIFFORD_FCGP_BWD_GO_ROWS");
+        char *end = nullptr;
+        const long n = e ? strtol(e, &end, 10) : -1;
+        long long expected = -2;
+        g_go_rows.compare_exchange_strong(expected, e && end != e && !*end && n >= 0 && n <= (1L << 20) ? n : -1LL);
+        v = g_go_rows.load();
+    }
+    return v;
+}
+void set_go_rows(long long rows) { g_go_rows.store(rows < 0 ? -1 : std::min<long long>(rows, 1LL << 20)); }
 bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }
 void set_fused_norm(bool on) { g_fwd_norm.store(on ? 1 : 0); }
 
@@ -188,6 +202,23 @@ int bwd_chunks(const fc_args *a)
     if (a->B < 2 * kBlockRows)
         return 1;
     return c > 0 ? c : a->B >= 2048 ? 2 : 1;
+}
+
+/* The rows of each slice of a chunk's go^T transpose where fcgp.cu's norm_bwd forms the norm's
+ * statistics slice by slice just before it (BwdInputs::stats_rows): few enough that the slice's
+ * grad_out and out, which norm_bwd has just read, are still in L2 when the transpose reads them
+ * again (kGoSliceBytes of them: a third of the H100's 50 MB), in whole 32-row blocks;
+ * go_rows_setting overrides it (0: the chunk in one slice). */
+constexpr int64_t kGoSliceBytes = 16 << 20;
+int64_t go_slice_rows(const fc_args *a, int v_bytes, int64_t Bc)
+{
+    const long long c = go_rows_setting();
+    const int64_t whole = cdiv(Bc, 32) * 32;
+    if (c == 0)
+        return whole;
+    const int gout_bytes = a->dtype == FC_BF16 ? 2 : 4; /* the data types eligible() admits */
+    const int64_t n = c > 0 ? c : kGoSliceBytes / (a->N_out * a->alg->D * (v_bytes + gout_bytes));
+    return std::min(whole, std::max<int64_t>(32, cdiv(n, 32) * 32));
 }
 
 std::atomic<int> g_gw_kk{-1}; /* FLASHCLIFFORD_FCGP_GW_KK: 1 or 2; 0: by the rule */
@@ -421,22 +452,32 @@ __global__ void __launch_bounds__(256) fwd_prep(const Elem<MODE> *__restrict__ w
 
 /* W (P, N_in, N_out) -> the input gradient's B operand (P slots, N_in, Nop): the paths in slot
  * order (GzSlots: slot s holds path slots.path[s]), each row padded with zeros to whole steps,
- * tf32-rounded for the tf32 products. */
+ * tf32-rounded for the tf32 products. 16 bytes a thread and step (Nop is whole steps), read as one
+ * load where W's rows are 16-byte aligned (vec) and the piece lies inside N_out. */
 template <int MODE>
 __global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wz,
-                                                GzSlots slots, int64_t P, int64_t Ni, int64_t No, int64_t Nop)
+                                                GzSlots slots, int64_t P, int64_t Ni, int64_t No, int64_t Nop, bool vec)
 {
     using E = Elem<MODE>;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < P * Ni * Nop; i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t r = i / Nop, k = i - r * Nop;
+    constexpr int V = 16 / sizeof(E);
+    const int64_t n = P * Ni * Nop / V;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i * V / Nop, k = i * V - r * Nop;
         const int64_t slot = r / Ni, row = (int64_t)slots.path[slot] * Ni + (r - slot * Ni);
-        E v = E(0.f);
-        if (k < No) {
-            v = w[row * No + k];
-            if constexpr (MODE == kTF32)
-                v = __uint_as_float(to_tf32(v));
+        const E *src = w + row * No + k;
+        alignas(16) E v[V];
+        if (vec && k + V <= No) {
+            *(uint4 *)v = *(const uint4 *)src;
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; ++e)
+                v[e] = k + e < No ? src[e] : E(0.f);
         }
-        wz[i] = v;
+        if constexpr (MODE == kTF32)
+#pragma unroll
+            for (int e = 0; e < V; ++e)
+                v[e] = __uint_as_float(to_tf32(v[e]));
+        *(uint4 *)(wz + i * V) = *(const uint4 *)v;
     }
 }
 
@@ -655,30 +696,21 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * without the norm go = gout. In the operand type, tf32-rounded for the tf32 products, the batch
  * inside each block of kBatchBlock in got_row's order, zeros from B to Bp and from N_out to Nor.
  * 32 x 32 tiles of all D components through shared memory: the loads go along grad_out's rows,
- * the 16-byte stores along the panels (a tile's 32 rows of a step are 1 KB contiguous).
- *
- * FUSED: v is the forward's out and stats its norms r (B, G), and the kernel forms norm_bwd's
- * coefficients itself, coef_g = dot_g / (r_g N_out) with dot_g the row's sum over the grade of
- * gout_A out_A: the grid's column tiles of a row block are one cluster (gridDim.y CTAs, N_out <=
- * 32 gridDim.y), each CTA sums its 32 columns of each row (a fixed xor tree over the warp's
- * lanes) into shared memory, and after a cluster barrier each row's sum over the CTAs is taken
- * in rank order through distributed shared memory: deterministic, and grad_out and out are read
- * once instead of twice. */
-template <int ID, int MODE, class Tv, class Tg, bool FUSED = false>
+ * the 16-byte stores along the panels (a tile's 32 rows of a step are 1 KB contiguous). The grid's
+ * row blocks start at row r0 of the chunk (a multiple of 32): the backward transposes a chunk in
+ * slices, each right after norm_bwd formed its statistics (go_slice_rows). */
+template <int ID, int MODE, class Tv, class Tg>
 __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, const Tg *__restrict__ gout,
                                                      const float *__restrict__ stats, Elem<MODE> *__restrict__ got,
-                                                     int64_t B, int64_t No, int64_t Bp, int64_t cs, int64_t gcs)
+                                                     int64_t B, int64_t No, int64_t Bp, int64_t cs, int64_t gcs,
+                                                     int64_t r0)
 {
     using A = AlgebraTraits<ID>;
     using E = Elem<MODE>;
     constexpr int D = A::D, G = A::G, KS = kSteps(MODE), V = 16 / sizeof(E), PIECES = 32 * 32 / V;
     static_assert(V * 2 == KS && 32 % kBatchBlock == 0 && kBatchBlock % KS == 0, "two pieces a 32-byte row");
     __shared__ float tile[D][32][33];
-    __shared__ float part[FUSED ? 32 : 1][G]; /* FUSED: this CTA's per-row dot products */
-    /* FUSED: out's values of the thread's rows until the coefficients are known (grad_out's wait
-     * in `tile`: both there would pass the 48 KB of static shared memory at D = 8) */
-    [[maybe_unused]] float vkeep[FUSED ? 4 : 1][FUSED ? D : 1];
-    const int64_t b0 = (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32, Nor = got_rows(No);
+    const int64_t b0 = r0 + (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32, Nor = got_rows(No);
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
     /* go of one element from gout and v there and its row's 1 / r_g and coef_g (norm_bwd's form) */
     auto form = [&](const float(&gv)[D], const float(&vv)[D], const float *inv, const float *coef, float(&go)[D]) {
@@ -697,70 +729,23 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
     for (int r = 0; r < 4; ++r) {
         const int row = ty + 8 * r;
         const int64_t b = b0 + row, m = m0 + tx;
-        float go[D] = {}, vv[D] = {};
+        float go[D] = {};
         if (b < B && m < No) {
             float gv[D];
             static_for<D>([&](auto ac) { gv[decltype(ac)::value] = load<Tg>(gout[decltype(ac)::value * cs + b * No + m]); });
-            if (FUSED || stats)
+            if (stats) {
+                float vv[D];
                 static_for<D>([&](auto ac) { vv[decltype(ac)::value] = load<Tv>(v[decltype(ac)::value * cs + b * No + m]); });
-            if (FUSED || !stats) {
+                form(gv, vv, stats + b * 2 * G, stats + b * 2 * G + G, go); /* 1 / r_g, then coef_g */
+            } else {
 #pragma unroll
                 for (int a = 0; a < D; ++a)
-                    go[a] = gv[a]; /* the norm's go comes later (FUSED) or never */
-            } else {
-                form(gv, vv, stats + b * 2 * G, stats + b * 2 * G + G, go); /* 1 / r_g, then coef_g */
+                    go[a] = gv[a];
             }
         }
 #pragma unroll
         for (int a = 0; a < D; ++a)
             tile[a][row][tx] = go[a];
-        if constexpr (FUSED) {
-            float dot[G] = {}; /* the row's dot products over this tile's 32 columns: a fixed xor tree */
-            static_for<D>([&](auto ac) {
-                constexpr int a = decltype(ac)::value, g = A::table.grade[a];
-                dot[g] += go[a] * vv[a];
-                vkeep[r][a] = vv[a];
-            });
-#pragma unroll
-            for (int g = 0; g < G; ++g) {
-#pragma unroll
-                for (int off = 16; off > 0; off >>= 1)
-                    dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], off);
-                if (tx == 0)
-                    part[row][g] = dot[g];
-            }
-        }
-    }
-    if constexpr (FUSED) {
-        tma::cluster_sync(); /* every CTA's partials written and visible across the cluster */
-        const int cn = (int)gridDim.y; /* the cluster: this row block's column tiles, rank = blockIdx.y */
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int row = ty + 8 * r;
-            const int64_t b = b0 + row;
-            float inv[G] = {}, coef[G] = {}; /* zero past B: go stays zero there */
-#pragma unroll
-            for (int g = 0; g < G; ++g) {
-                /* lane k holds CTA k's partial; the same fixed tree over the lanes */
-                float d = tx < cn ? tma::ld_cluster_f32(tma::cluster_addr(&part[row][g], (uint32_t)tx)) : 0.f;
-#pragma unroll
-                for (int off = 16; off > 0; off >>= 1)
-                    d += __shfl_xor_sync(0xffffffffu, d, off);
-                if (b < B) {
-                    inv[g] = 1.f / stats[b * G + g]; /* as norm_bwd: 1 / r, then dot / r / N_out */
-                    coef[g] = d * inv[g] / (float)No;
-                }
-            }
-            float gv[D], go[D];
-#pragma unroll
-            for (int a = 0; a < D; ++a)
-                gv[a] = tile[a][row][tx]; /* this thread's own */
-            form(gv, vkeep[r], inv, coef, go);
-#pragma unroll
-            for (int a = 0; a < D; ++a)
-                tile[a][row][tx] = go[a];
-        }
-        tma::cluster_arrive(); /* this CTA's reads of its peers' partials are done */
     }
     __syncthreads();
     /* piece i of a component: step i / 64 of the tile, row (i / 2) % 32, 16-byte half i % 2 in
@@ -782,60 +767,9 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
         }
         *(uint4 *)(got + got_offset<MODE>(gcs, Nor, a, m, q0 + half * V)) = *(const uint4 *)e;
     }
-    if constexpr (FUSED)
-        tma::cluster_wait(); /* no CTA leaves while a peer may still read its partials */
 }
 
 namespace {
-
-constexpr int kGoClusterMost = 16; /* the FUSED go^T's cluster: non-portable above 8 CTAs */
-
-/* The FUSED go^T's launch: its cluster spans the grid's column tiles (gridDim.y). */
-cudaLaunchConfig_t go_norm_config(dim3 grid, cudaLaunchAttribute &attr, cudaStream_t st)
-{
-    attr = cudaLaunchAttribute{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 1, attr.val.clusterDim.y = grid.y, attr.val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid, cfg.blockDim = dim3(256), cfg.dynamicSmemBytes = 0, cfg.stream = st;
-    cfg.attrs = &attr, cfg.numAttrs = 1;
-    return cfg;
-}
-
-/* Whether a cluster of cn of the FUSED go^T's CTAs fits on the current device (asked once for each
- * cn: every device this unit runs on is compute capability 9.0). */
-template <int ID, int MODE, class T> bool go_norm_fits(int cn)
-{
-    static std::atomic<int> known[kGoClusterMost + 1]; /* 0: not asked yet, 1: fits, 2: does not */
-    int k = known[cn].load(std::memory_order_relaxed);
-    if (k == 0) {
-        auto kern = go_transpose<ID, MODE, T, T, true>;
-        cudaLaunchAttribute attr;
-        const cudaLaunchConfig_t cfg = go_norm_config(dim3(1, (unsigned)cn), attr, nullptr);
-        int n = 0;
-        const bool ok = (cn <= 8 || cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
-                                        cudaSuccess) &&
-                        cudaOccupancyMaxActiveClusters(&n, kern, &cfg) == cudaSuccess && n > 0;
-        if (!ok)
-            (void)cudaGetLastError(); /* a refused query is an answer (no), not an error for the next call */
-        k = ok ? 1 : 2;
-        known[cn].store(k);
-    }
-    return k == 1;
-}
-
-template <int ID, int MODE, class Tio>
-fc_status launch_go_norm(dim3 grid, const Tio *v, const Tio *gout, const float *norms, Elem<MODE> *got, int64_t rows,
-                         int64_t No, int64_t Bp, int64_t cs, int64_t gcs, cudaStream_t st)
-{
-    auto kern = go_transpose<ID, MODE, Tio, Tio, true>;
-    if (grid.y > 8)
-        FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = go_norm_config(grid, attr, st);
-    FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, v, gout, norms, got, rows, No, Bp, cs, gcs));
-    return FC_OK;
-}
 
 template <int ID, int MODE, class Tio>
 fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
@@ -861,8 +795,10 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
 
     fc_status s;
     if (need_xy) { /* W in slot order */
-        prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(Z::P * Ni * Nop, 256), 4096), 256, 0, st>>>(
-            (const E *)in.w, wz, Z::slots, Z::P, Ni, No, Nop);
+        constexpr int V = 16 / sizeof(E); /* prep_wz's piece */
+        const bool vec = No % V == 0 && (uintptr_t)in.w % 16 == 0;
+        prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(Z::P * Ni * Nop / V, 256), 4096), 256, 0, st>>>(
+            (const E *)in.w, wz, Z::slots, Z::P, Ni, No, Nop, vec);
         FC_LAUNCH_CHECK(st);
     }
     /* gz over a chunk, KK wgmma K chunks a ring step: the maps' boxes are a step long, W's rows in
@@ -890,20 +826,22 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No, gcs = Bp * Nor;
         /* go^T of the chunk */
-        const dim3 tgrid((unsigned)cdiv(Bp, 32), (unsigned)cdiv(No, 32));
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
-        if (in.norms) { /* the norm's coefficients summed over a cluster of the row block's column tiles */
-            if ((s = launch_go_norm<ID, MODE, Tio>(tgrid, (const Tio *)in.v + b0 * No, gout, in.norms + b0 * G, got, rows,
-                                                   No, Bp, cs, gcs, st)) != FC_OK)
+        const int64_t slice = in.stats_rows ? go_slice_rows(a, in.v_bytes, L.Bc) : cdiv(Bp, 32) * 32;
+        for (int64_t r0 = 0; r0 < Bp; r0 += slice) { /* each slice's statistics, then its go^T */
+            const int64_t n = std::min(slice, Bp - r0);
+            if (in.stats_rows && r0 < rows && (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st)) != FC_OK)
                 return s;
-        } else if (in.v && in.v_bytes == 4)
-            go_transpose<ID, MODE, float, Tio><<<tgrid, 256, 0, st>>>((const float *)in.v + b0 * No, gout, stats, got,
-                                                                      rows, No, Bp, cs, gcs);
-        else
-            go_transpose<ID, MODE, Tio, Tio><<<tgrid, 256, 0, st>>>(in.v ? (const Tio *)in.v + b0 * No : nullptr, gout,
-                                                                    stats, got, rows, No, Bp, cs, gcs);
-        FC_LAUNCH_CHECK(st);
+            const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
+            if (in.v && in.v_bytes == 4)
+                go_transpose<ID, MODE, float, Tio><<<tgrid, 256, 0, st>>>((const float *)in.v + b0 * No, gout, stats,
+                                                                          got, rows, No, Bp, cs, gcs, r0);
+            else
+                go_transpose<ID, MODE, Tio, Tio><<<tgrid, 256, 0, st>>>(in.v ? (const Tio *)in.v + b0 * No : nullptr,
+                                                                        gout, stats, got, rows, No, Bp, cs, gcs, r0);
+            FC_LAUNCH_CHECK(st);
+        }
 
         if (need_w) { /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws), then gW */
             E *xgt, *ygt;
@@ -974,29 +912,7 @@ fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, cu
     });
 }
 
-bool go_norm_fused(const fc_args *a, int mode)
-{
-    if (!go_norm_setting() || a->N_out <= 0 || cdiv(a->N_out, 32) > kGoClusterMost)
-        return false;
-    const int cn = (int)cdiv(a->N_out, 32);
-    bool fits = false;
-    /* the instantiation backward() will launch: bf16 data with bf16 products, else fp32 data */
-    const fc_status s = dispatch(a, mode, "go^T", [&](auto id, auto md) -> fc_status {
-        constexpr int ID = decltype(id)::value, MODE = decltype(md)::value;
-        if constexpr (MODE == kBF16)
-            if (a->dtype == FC_BF16) {
-                fits = go_norm_fits<ID, MODE, __nv_bfloat16>(cn);
-                return FC_OK;
-            }
-        fits = go_norm_fits<ID, MODE, float>(cn);
-        return FC_OK;
-    });
-    return s == FC_OK && fits;
-}
-
 #else /* not built for sm_90a: planned() is false, so this is never reached */
-
-bool go_norm_fused(const fc_args *, int) { return false; }
 
 fc_status forward_gemm(const fc_args *, int, const void *, const void *, const void *, void *, const FwdOut &,
                        cudaStream_t)
@@ -1041,9 +957,11 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
 {
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
-int fc_fcgp_sm90_bwd_go_norm_switch(int on)
+long long fc_fcgp_sm90_bwd_go_rows(long long rows)
 {
-    return toggle(on, fc::fcgp::sm90::set_go_norm, fc::fcgp::sm90::go_norm_setting);
+    if (rows >= -1)
+        fc::fcgp::sm90::set_go_rows(rows);
+    return fc::fcgp::sm90::go_rows_setting();
 }
 
 int fc_fcgp_sm90_fwd_cluster(int shape)

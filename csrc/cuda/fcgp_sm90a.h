@@ -87,10 +87,11 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * hold them, gW's xg^T, yg^T span half the batch. `in`: x, y, w the inputs in the operand type
  * (converted copies for fp32 data with bf16 products); v the forward's out (v_bytes: the data
  * type's size) or the recomputed o (fp32, v_bytes 4), and stats (B, 2 G: 1 / r_g, then the norm
- * backward's coefficient, per row: fcgp.cu's norm_bwd), both NULL without the norm; or, where
- * go_norm_fused() says so, v the forward's out with norms its r (B, G) and stats NULL: go^T's
- * transpose then sums the coefficient's dot products itself, over a cluster of its column tiles
- * (no norm_bwd pass over grad_out and out). grad_out and
+ * backward's coefficient, per row: fcgp.cu's norm_bwd), both NULL without the norm. stats_rows,
+ * when not NULL, forms rows [b0, b0 + n) of stats (norm_bwd, given stats_ctx): the backward
+ * calls it for each slice of a chunk just before go^T's transpose of those rows, so that the
+ * transpose finds the slice's grad_out and v still in L2 (go_rows_setting); NULL: stats hold
+ * every row already. grad_out and
  * the gradients are the args' (data type; grad_x, grad_y and grad_weight NULL when not wanted);
  * all three are written here (the weight gradient summed on chip in a fixed order: no
  * reduction left to the caller). */
@@ -98,20 +99,18 @@ struct BwdInputs {
     const void *x, *y, *w, *v;
     int v_bytes;
     const float *stats;
-    const float *norms;
+    fc_status (*stats_rows)(const void *ctx, int64_t b0, int64_t n, cudaStream_t stream);
+    const void *stats_ctx;
 };
 bool bwd_planned(const fc_args *a, int mode, int operand_bytes);
 size_t bwd_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
 fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, cudaStream_t stream);
 
-/* Whether the backward from the saved output (v = out, norms given) forms the norm's
- * coefficients inside go^T's transpose (BwdInputs::norms) instead of taking fcgp.cu's norm_bwd
- * statistics: the switch (FLASHCLIFFORD_FCGP_BWD_GO_NORM=1 at start-up, or set_go_norm; off by
- * default until measured), N_out within one cluster of 32-column tiles (at most 16: N_out <=
- * 512), and such a cluster fitting on the device. */
-bool go_norm_fused(const fc_args *a, int mode);
-bool go_norm_setting();
-void set_go_norm(bool on);
+/* The rows of a slice of go^T's transpose with stats_rows: -1 by the rule (a slice's grad_out and
+ * v about 16 MB), 0 a chunk in one slice, n > 0 n rows in whole 32-row blocks
+ * (FLASHCLIFFORD_FCGP_BWD_GO_ROWS at start-up; set_go_rows: -1 restores the rule). */
+long long go_rows_setting();
+void set_go_rows(long long rows);
 
 /* The switches (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0", FLASHCLIFFORD_FCGP_SM90_BWD
  * == "0" for the backward kernels) and whether the unit has sm_90a code. */

@@ -114,30 +114,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank
 #endif
 }
 
-/* The cluster barrier in two halves, so that work that needs neither side can run between them:
- * every thread of every CTA arrives (releasing its earlier writes, shared memory included), and
- * the wait returns once all have (acquiring theirs). A CTA whose shared memory others read through
- * cluster_addr waits before it exits, after they arrived past their last read. */
-__device__ __forceinline__ void cluster_arrive()
-{
-#if FC_HAVE_TMA
-    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-#else
-    __trap();
-#endif
-}
-
-__device__ __forceinline__ void cluster_wait()
-{
-#if FC_HAVE_TMA
-    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#else
-    __trap();
-#endif
-}
-
-/* Every thread of every CTA of the cluster (a __syncthreads across the cluster); both halves in
- * one statement, so nothing is scheduled between them. */
+/* Every thread of every CTA of the cluster (a __syncthreads across the cluster). */
 __device__ __forceinline__ void cluster_sync()
 {
 #if FC_HAVE_TMA
