@@ -129,8 +129,8 @@ long long fc_fcgp_sm90_fwd_norm_wait(long long us);
  * bulk copies, unless FLASHCLIFFORD_FCGP_FWD_WBULK == "0"; off: boxes of W^T). */
 int fc_fcgp_sm90_fwd_wbulk_switch(int on);
 /* The rows of each slice of the Hopper FCGP backward's norm statistics and go^T transpose: rows >=
- * -1 sets it (-1 by the rule, 0 a whole chunk, n > 0 n rows in 32-row blocks); returns the setting
- * (initially FLASHCLIFFORD_FCGP_BWD_GO_ROWS, else -1). */
+ * 0 sets it (0 a whole batch chunk, n > 0 n rows in 32-row blocks); returns the setting (initially
+ * FLASHCLIFFORD_FCGP_BWD_GO_ROWS, else 0). */
 long long fc_fcgp_sm90_bwd_go_rows(long long rows);
 /* ... and its cluster shape: shape >= 0 sets it (0 by the rule, 1 one CTA, 2 two column tiles,
  * 3 two row tiles); returns the setting (initially FLASHCLIFFORD_FCGP_FWD_CLUSTER, else 0). */

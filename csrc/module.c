@@ -202,11 +202,11 @@ static PyObject *fcgp_sm90_fwd_norm_wait(PyObject *module, PyObject *args)
     return PyLong_FromLongLong(fc_fcgp_sm90_fwd_norm_wait(us));
 }
 
-/* _fcgp_sm90_bwd_go_rows(rows=-2): set the slice rows when rows >= -1; returns the setting */
+/* _fcgp_sm90_bwd_go_rows(rows=-1): set the slice rows when rows >= 0; returns the setting */
 static PyObject *fcgp_sm90_bwd_go_rows(PyObject *module, PyObject *args)
 {
     (void)module;
-    long long rows = -2;
+    long long rows = -1;
     if (!PyArg_ParseTuple(args, "|L:_fcgp_sm90_bwd_go_rows", &rows))
         return NULL;
     return PyLong_FromLongLong(fc_fcgp_sm90_bwd_go_rows(rows));
@@ -257,12 +257,12 @@ static PyMethodDef module_methods[] = {
      "FLASHCLIFFORD_FCGP_FWD_WBULK=0 at start-up; off: boxes of W^T, bitwise the same result): None leaves "
      "it, True/False sets it; returns its state. Process-wide; for tests and measurements."},
     {"_fcgp_sm90_bwd_go_rows", fcgp_sm90_bwd_go_rows, METH_VARARGS,
-     "_fcgp_sm90_bwd_go_rows(rows=-2)\n--\n\n"
+     "_fcgp_sm90_bwd_go_rows(rows=-1)\n--\n\n"
      "The rows of each slice in which the Hopper FCGP backward forms the norm's row statistics and then "
-     "transposes go, so that the transpose reads grad_out and out back from L2: -1 by the rule (about 16 MB "
-     "of them a slice; FLASHCLIFFORD_FCGP_BWD_GO_ROWS at start-up), 0 a whole batch chunk at once, n > 0 n "
-     "rows in whole 32-row blocks; bitwise the same result under each. rows >= -1 sets it; returns the "
-     "setting. Process-wide; for tests and measurements."},
+     "transposes go: 0 (the default; FLASHCLIFFORD_FCGP_BWD_GO_ROWS at start-up) a whole batch chunk at once, "
+     "n > 0 n rows in whole 32-row blocks (the transpose then reads grad_out and out back from L2, but the "
+     "statistics pass fills the GPU less; measured no faster); bitwise the same result under each. rows >= 0 "
+     "sets it; returns the setting. Process-wide; for tests and measurements."},
     {"_fcgp_sm90_fwd_cluster", fcgp_sm90_fwd_cluster, METH_VARARGS,
      "_fcgp_sm90_fwd_cluster(shape=-1)\n--\n\n"
      "The Hopper FCGP forward's cluster shape: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_CLUSTER at start-up "

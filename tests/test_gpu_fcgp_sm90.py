@@ -372,12 +372,12 @@ def test_backward_grads_as_scratch(bwd_on, alg, mode):
 
 
 # The norm's row statistics (norm_bwd) and go^T's transpose run slice by slice, each slice's
-# transpose right after its statistics so that it reads grad_out and out back from L2
-# (_C._fcgp_sm90_bwd_go_rows: -1 the rule, 0 a whole chunk at once, n rows). The same kernels do
-# the same arithmetic for each row, so the gradients must be bitwise those of one slice a chunk for
-# slices of 32 rows (the fewest) and 96 (a short last slice; at B 2085 two chunks, the second of
-# 1029 rows padded to 1040), from the saved output (the torch op) and from the recomputed o (the C
-# call without out), and against the float64 einsum.
+# transpose right after its statistics (_C._fcgp_sm90_bwd_go_rows: 0, the default, a whole chunk
+# at once; n rows). The same kernels do the same arithmetic for each row, so the gradients must be
+# bitwise those of one slice a chunk for slices of 32 rows (the fewest), 96 (a short last slice;
+# at B 2085 two chunks, the second of 1029 rows padded to 1040) and 1056 (B 2085's first chunk
+# whole, the second too), from the saved output (the torch op) and from the recomputed o (the C
+# call without out); and against the float64 einsum.
 GO_SLICE_SHAPES = [
     pytest.param(200, 64, 104, id="B200-64-104"),
     pytest.param(66, 40, 45, id="B66-40-45"),
@@ -406,12 +406,12 @@ def test_backward_go_slices(go_rows_kept, alg, batch, n_in, n_out, mode):
     out, norms = torch.empty_like(g), torch.empty(batch, alg.G, device="cuda")
     fc._C.fcgp_forward(x, y, w, alg.id, True, prec, out=out, norms=norms, stream=s)
     grads = {}
-    for rows in (0, 32, 96, -1):
+    for rows in (0, 32, 96, 1056):
         assert fc._C._fcgp_sm90_bwd_go_rows(rows) == rows
         from_o = fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, stream=s)
         grads[rows] = (_grads(alg, x, y, w, g, precision), [torch.from_dlpack(t) for t in from_o])
-    for rows in (32, 96, -1):
+    for rows in (32, 96, 1056):
         for got, want in zip(grads[rows], grads[0], strict=True):
             assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), rows
-    for found in grads[-1]:
+    for found in grads[0]:
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)

@@ -132,25 +132,25 @@ void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shap
 
 namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
-std::atomic<long long> g_go_rows{-2}; /* FLASHCLIFFORD_FCGP_BWD_GO_ROWS; -2: not read yet */
+std::atomic<long long> g_go_rows{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_ROWS; -1: not read yet */
 }
-/* The rows a slice of go^T's transpose (see go_slice_rows): -1 by the rule (the default), 0 one
- * slice a chunk, n > 0 n rows rounded up to whole 32-row blocks; FLASHCLIFFORD_FCGP_BWD_GO_ROWS
- * (0 to 1048576) at start-up, or set_go_rows, sets it. */
+/* The rows a slice of go^T's transpose (see go_slice_rows): 0 (the default) one slice a chunk,
+ * n > 0 n rows rounded up to whole 32-row blocks; FLASHCLIFFORD_FCGP_BWD_GO_ROWS (0 to 1048576)
+ * at start-up, or set_go_rows, sets it. */
 long long go_rows_setting()
 {
     long long v = g_go_rows.load(std::memory_order_relaxed);
-    if (v < -1) {
+    if (v < 0) {
         const char *e = getenv("FLASHCLIFFORD_FCGP_BWD_GO_ROWS");
         char *end = nullptr;
         const long n = e ? strtol(e, &end, 10) : -1;
-        long long expected = -2;
-        g_go_rows.compare_exchange_strong(expected, e && end != e && !*end && n >= 0 && n <= (1L << 20) ? n : -1LL);
+        long long expected = -1;
+        g_go_rows.compare_exchange_strong(expected, e && end != e && !*end && n >= 0 && n <= (1L << 20) ? n : 0LL);
         v = g_go_rows.load();
     }
     return v;
 }
-void set_go_rows(long long rows) { g_go_rows.store(rows < 0 ? -1 : std::min<long long>(rows, 1LL << 20)); }
+void set_go_rows(long long rows) { g_go_rows.store(std::max<long long>(0, std::min<long long>(rows, 1LL << 20))); }
 bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }
 void set_fused_norm(bool on) { g_fwd_norm.store(on ? 1 : 0); }
 
@@ -204,21 +204,16 @@ int bwd_chunks(const fc_args *a)
     return c > 0 ? c : a->B >= 2048 ? 2 : 1;
 }
 
-/* The rows of each slice of a chunk's go^T transpose where fcgp.cu's norm_bwd forms the norm's
- * statistics slice by slice just before it (BwdInputs::stats_rows): few enough that the slice's
- * grad_out and out, which norm_bwd has just read, are still in L2 when the transpose reads them
- * again (kGoSliceBytes of them: a third of the H100's 50 MB), in whole 32-row blocks;
- * go_rows_setting overrides it (0: the chunk in one slice). */
-constexpr int64_t kGoSliceBytes = 16 << 20;
-int64_t go_slice_rows(const fc_args *a, int v_bytes, int64_t Bc)
+/* The rows of each slice of a chunk's go^T transpose, where fcgp.cu's norm_bwd forms the norm's
+ * statistics slice by slice just before it (BwdInputs::stats_rows), in whole 32-row blocks: by
+ * default the chunk in one slice. Slices small enough that the transpose reads grad_out and out
+ * back from L2 made it faster, and norm_bwd, whose one-row blocks then fill the GPU only once
+ * or less, slower by as much (H100, B 4096, N 512, NOTES_FCGP.md session 24: Cl(3,0) tf32 63 +
+ * 67 us at a chunk, 77 + 54 at 512 rows, 72 + 57 at 1024); go_rows_setting sets them. */
+int64_t go_slice_rows(int64_t Bc)
 {
-    const long long c = go_rows_setting();
-    const int64_t whole = cdiv(Bc, 32) * 32;
-    if (c == 0)
-        return whole;
-    const int gout_bytes = a->dtype == FC_BF16 ? 2 : 4; /* the data types eligible() admits */
-    const int64_t n = c > 0 ? c : kGoSliceBytes / (a->N_out * a->alg->D * (v_bytes + gout_bytes));
-    return std::min(whole, std::max<int64_t>(32, cdiv(n, 32) * 32));
+    const int64_t whole = cdiv(Bc, 32) * 32, n = go_rows_setting();
+    return n > 0 ? std::min(whole, cdiv(n, 32) * 32) : whole;
 }
 
 std::atomic<int> g_gw_kk{-1}; /* FLASHCLIFFORD_FCGP_GW_KK: 1 or 2; 0: by the rule */
@@ -828,7 +823,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         /* go^T of the chunk */
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
-        const int64_t slice = in.stats_rows ? go_slice_rows(a, in.v_bytes, L.Bc) : cdiv(Bp, 32) * 32;
+        const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
         for (int64_t r0 = 0; r0 < Bp; r0 += slice) { /* each slice's statistics, then its go^T */
             const int64_t n = std::min(slice, Bp - r0);
             if (in.stats_rows && r0 < rows && (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st)) != FC_OK)
@@ -959,7 +954,7 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
 }
 long long fc_fcgp_sm90_bwd_go_rows(long long rows)
 {
-    if (rows >= -1)
+    if (rows >= 0)
         fc::fcgp::sm90::set_go_rows(rows);
     return fc::fcgp::sm90::go_rows_setting();
 }

@@ -89,9 +89,8 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * type's size) or the recomputed o (fp32, v_bytes 4), and stats (B, 2 G: 1 / r_g, then the norm
  * backward's coefficient, per row: fcgp.cu's norm_bwd), both NULL without the norm. stats_rows,
  * when not NULL, forms rows [b0, b0 + n) of stats (norm_bwd, given stats_ctx): the backward
- * calls it for each slice of a chunk just before go^T's transpose of those rows, so that the
- * transpose finds the slice's grad_out and v still in L2 (go_rows_setting); NULL: stats hold
- * every row already. grad_out and
+ * calls it for each slice of a chunk (go_rows_setting; by default the whole chunk) just before
+ * go^T's transpose of those rows; NULL: stats hold every row already. grad_out and
  * the gradients are the args' (data type; grad_x, grad_y and grad_weight NULL when not wanted);
  * all three are written here (the weight gradient summed on chip in a fixed order: no
  * reduction left to the caller). */
@@ -106,9 +105,8 @@ bool bwd_planned(const fc_args *a, int mode, int operand_bytes);
 size_t bwd_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
 fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, cudaStream_t stream);
 
-/* The rows of a slice of go^T's transpose with stats_rows: -1 by the rule (a slice's grad_out and
- * v about 16 MB), 0 a chunk in one slice, n > 0 n rows in whole 32-row blocks
- * (FLASHCLIFFORD_FCGP_BWD_GO_ROWS at start-up; set_go_rows: -1 restores the rule). */
+/* The rows of a slice of go^T's transpose with stats_rows: 0 (the default) a chunk in one slice,
+ * n > 0 n rows in whole 32-row blocks (FLASHCLIFFORD_FCGP_BWD_GO_ROWS at start-up; set_go_rows). */
 long long go_rows_setting();
 void set_go_rows(long long rows);
 
