@@ -415,3 +415,74 @@ def test_backward_go_slices(go_rows_kept, alg, batch, n_in, n_out, mode):
             assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), rows
     for found in grads[0]:
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
+
+
+# go^T in one pass with the norm's coefficients (_C._fcgp_sm90_bwd_go_norm, off by default until
+# measured): the torch op's backward from its saved output and norms. Each 32-column tile of a row
+# block sums its rows' dot products; every tile of the block adds the block's partials in tile
+# order after a bounded wait, and a tile that gives up leaves its go^T to the block's last tile.
+# Every gradient against the float64 einsum and bitwise from run to run; with the wait at 0
+# (_fcgp_sm90_fwd_norm_wait: every tile but the last gives up, so the last forms them all) bitwise
+# the default's: the same sums, whoever forms a tile. Shapes: one and many column tiles (N_out
+# 512: 16), N_out not a multiple of 4, a row tail, two batch chunks.
+GO_NORM_SHAPES = [
+    pytest.param(200, 64, 104, id="B200-64-104"),
+    pytest.param(1, 8, 1, id="B1-8-1"),
+    pytest.param(66, 40, 45, id="B66-40-45"),
+    pytest.param(130, 64, 512, id="B130-64-512"),
+    pytest.param(2085, 64, 40, id="B2085-64-40"),
+]
+
+
+@pytest.fixture
+def go_norm_on(bwd_on):
+    yield from _switched(fc._C._fcgp_sm90_bwd_go_norm, True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out", GO_NORM_SHAPES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_go_norm(go_norm_on, alg, batch, n_in, n_out, mode):
+    dtype, precision = FCGP_MODES[mode][:2]
+    x, y, w, g = make_fcgp(alg, (batch,), n_in, n_out, dtype,
+                           seed_for(f"sm90-go-norm/{alg.name}/{batch}/{n_out}/{mode}") % 997)
+    grads = _grads(alg, x, y, w, g, precision)
+    assert_fcgp([None, *grads], x, y, w, g, alg, True, mode)
+    again = _grads(alg, x, y, w, g, precision)
+    before = fc._C._fcgp_sm90_fwd_norm_wait()
+    try:
+        fc._C._fcgp_sm90_fwd_norm_wait(0)
+        fixed_up = _grads(alg, x, y, w, g, precision)
+    finally:
+        fc._C._fcgp_sm90_fwd_norm_wait(before)
+    for other in (again, fixed_up):
+        assert all(torch.equal(a, b) for a, b in zip(grads, other, strict=True))
+
+
+# ... and that it ran: against the statistics pass (norm_bwd, then go_transpose), bit for bit
+# where the two sum a row's dot products in the same order (N_out <= 32: one column a thread, one
+# warp's tree, in both), and in different bits where they do not (N_out 200 and 512: norm_bwd's
+# threads first add several columns each), tf32. A last-bit change of go reaches the gradients
+# only where it moves go's tf32 rounding, so grad_out leans on out (the coefficients' term then
+# weighs in every go) and the batches are large enough for many such moves.
+@pytest.mark.parametrize("batch,n_in,n_out,same", [
+    pytest.param(200, 64, 32, True, id="B200-64-32"),
+    pytest.param(600, 64, 200, False, id="B600-64-200"),
+    pytest.param(300, 64, 512, False, id="B300-64-512"),
+])
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_go_norm_against_the_statistics_pass(bwd_on, alg, batch, n_in, n_out, same):
+    x, y, w, gout = make_fcgp(alg, (batch,), n_in, n_out, torch.float32,
+                              seed_for(f"sm90-go-norm-bits/{alg.name}/{n_out}") % 997)
+    with torch.no_grad():
+        gout = gout + 4 * fc.gelu_fcgp_norm(x, y, w, alg, True, precision="tf32")
+    before = fc._C._fcgp_sm90_bwd_go_norm()
+    try:
+        grads = {}
+        for on in (False, True):
+            fc._C._fcgp_sm90_bwd_go_norm(on)
+            grads[on] = _grads(alg, x, y, w, gout, "tf32")
+    finally:
+        fc._C._fcgp_sm90_bwd_go_norm(before)
+    equal = [torch.equal(a, b) for a, b in zip(grads[False], grads[True], strict=True)]
+    assert all(equal) if same else not all(equal), equal

@@ -133,6 +133,16 @@ void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shap
 namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
 std::atomic<long long> g_go_rows{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_ROWS; -1: not read yet */
+std::atomic<int> g_go_norm{-1};       /* FLASHCLIFFORD_FCGP_BWD_GO_NORM: "1" go_norm_transpose */
+}
+/* Off by default: written in session 24 after its device time was spent (NOTES_FCGP.md). */
+bool go_norm_setting() { return switch_state(g_go_norm, "FLASHCLIFFORD_FCGP_BWD_GO_NORM", 0); }
+void set_go_norm(bool on) { g_go_norm.store(on ? 1 : 0); }
+/* ... for a call with the norm whose go_norm_transpose grid (row blocks of 32 x column tiles of
+ * 32, 1-D) has an int's size */
+bool go_norm_fused(const fc_args *a)
+{
+    return go_norm_setting() && a->normalize && cdiv(a->B, 32) * cdiv(a->N_out, 32) <= INT_MAX;
 }
 /* The rows a slice of go^T's transpose (see go_slice_rows): 0 (the default) one slice a chunk,
  * n > 0 n rows rounded up to whole 32-row blocks; FLASHCLIFFORD_FCGP_BWD_GO_ROWS (0 to 1048576)
@@ -204,18 +214,6 @@ int bwd_chunks(const fc_args *a)
     return c > 0 ? c : a->B >= 2048 ? 2 : 1;
 }
 
-/* The rows of each slice of a chunk's go^T transpose, where fcgp.cu's norm_bwd forms the norm's
- * statistics slice by slice just before it (BwdInputs::stats_rows), in whole 32-row blocks: by
- * default the chunk in one slice. Slices small enough that the transpose reads grad_out and out
- * back from L2 made it faster, and norm_bwd, whose one-row blocks then fill the GPU only once
- * or less, slower by as much (H100, B 4096, N 512, NOTES_FCGP.md session 24: Cl(3,0) tf32 63 +
- * 67 us at a chunk, 77 + 54 at 512 rows, 72 + 57 at 1024); go_rows_setting sets them. */
-int64_t go_slice_rows(int64_t Bc)
-{
-    const int64_t whole = cdiv(Bc, 32) * 32, n = go_rows_setting();
-    return n > 0 ? std::min(whole, cdiv(n, 32) * 32) : whole;
-}
-
 std::atomic<int> g_gw_kk{-1}; /* FLASHCLIFFORD_FCGP_GW_KK: 1 or 2; 0: by the rule */
 
 /* gW's sub-steps (32 bytes of batch each) a ring step (GwCfg::KK): 2 (B 4096, N 512, NOTES_FCGP.md
@@ -252,8 +250,9 @@ int64_t gw_rows(int64_t ni) { return cdiv(ni, kRows) * kRows; }
 struct BwdLayout {
     int chunks, nslots;
     int64_t Bc, Bp; /* rows a chunk (the last may have fewer), the first padded */
-    bool in_grads;
-    size_t got, xgt, ygt, wz, slots, flags, stash, total;
+    bool in_grads, go_norm;
+    int64_t gorb; /* go_norm: row blocks of 32 a chunk, at most */
+    size_t got, xgt, ygt, wz, slots, flags, stash, gopart, goflags, goflag_bytes, total;
 };
 BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
 {
@@ -288,6 +287,16 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
         L.flags = bp.take((size_t)std::max(1, L.nslots) * sizeof(int));
         if (L.chunks > 1 && db != 4)
             L.stash = bp.take((size_t)(P * Ni * No) * sizeof(float));
+    }
+    /* go_norm_transpose's partial dots (column tiles x rows x G floats, one chunk's) and its
+     * counts and states (every chunk's: zeroed once a call) */
+    L.go_norm = go_norm_fused(a);
+    if (L.go_norm) {
+        const int64_t ct = cdiv(No, 32);
+        L.gorb = cdiv(L.Bp, 32);
+        L.gopart = bp.take((size_t)(ct * L.gorb * 32 * a->alg->G) * sizeof(float));
+        L.goflag_bytes = (size_t)(L.chunks * L.gorb * (1 + ct)) * sizeof(int);
+        L.goflags = bp.take(L.goflag_bytes);
     }
     L.total = bp.off;
     return L;
@@ -684,65 +693,17 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
     });
 }
 
-/* go^T (got_offset: step panels of Nor rows; components gcs apart) of a chunk of B rows, from
- * grad_out (D, rows, N_out; components cs apart) and, with the norm (stats != NULL), the
- * forward's out or o (v, the same layout) and the row statistics (B, 2 G): go_A = gout_A / r_g -
- * coef_g sign(t_g) s_A v_A as fcgp.cu's norm_bwd forms it, t_g = sum over the grade of s_A v_A^2;
- * without the norm go = gout. In the operand type, tf32-rounded for the tf32 products, the batch
- * inside each block of kBatchBlock in got_row's order, zeros from B to Bp and from N_out to Nor.
- * 32 x 32 tiles of all D components through shared memory: the loads go along grad_out's rows,
- * the 16-byte stores along the panels (a tile's 32 rows of a step are 1 KB contiguous). The grid's
- * row blocks start at row r0 of the chunk (a multiple of 32): the backward transposes a chunk in
- * slices, each right after norm_bwd formed its statistics (go_slice_rows). */
-template <int ID, int MODE, class Tv, class Tg>
-__global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, const Tg *__restrict__ gout,
-                                                     const float *__restrict__ stats, Elem<MODE> *__restrict__ got,
-                                                     int64_t B, int64_t No, int64_t Bp, int64_t cs, int64_t gcs,
-                                                     int64_t r0)
+/* A 32 x 32 tile of go (tile[component][batch row][column], rows from b0, columns from m0) into
+ * go^T's panels (got_offset; components gcs apart): in the operand type, tf32-rounded for the tf32
+ * products, the batch inside each block of kBatchBlock in got_row's order, the 16-byte stores
+ * along the panels (a tile's 32 rows of a step are 1 KB contiguous); nothing past Nor or Bp. */
+template <int MODE, int D>
+__device__ __forceinline__ void got_store(const float (*tile)[32][33], Elem<MODE> *__restrict__ got, int64_t b0,
+                                          int64_t m0, int64_t Nor, int64_t Bp, int64_t gcs)
 {
-    using A = AlgebraTraits<ID>;
     using E = Elem<MODE>;
-    constexpr int D = A::D, G = A::G, KS = kSteps(MODE), V = 16 / sizeof(E), PIECES = 32 * 32 / V;
+    constexpr int KS = kSteps(MODE), V = 16 / sizeof(E), PIECES = 32 * 32 / V;
     static_assert(V * 2 == KS && 32 % kBatchBlock == 0 && kBatchBlock % KS == 0, "two pieces a 32-byte row");
-    __shared__ float tile[D][32][33];
-    const int64_t b0 = r0 + (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32, Nor = got_rows(No);
-    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-    /* go of one element from gout and v there and its row's 1 / r_g and coef_g (norm_bwd's form) */
-    auto form = [&](const float(&gv)[D], const float(&vv)[D], const float *inv, const float *coef, float(&go)[D]) {
-        float t[G] = {};
-        static_for<D>([&](auto ac) {
-            constexpr int a = decltype(ac)::value, g = A::table.grade[a], s = A::table.grade_sign[a];
-            if constexpr (s != 0)
-                t[g] += float(s) * vv[a] * vv[a];
-        });
-        static_for<D>([&](auto ac) {
-            constexpr int a = decltype(ac)::value, g = A::table.grade[a], s = A::table.grade_sign[a];
-            go[a] = gv[a] * inv[g] - coef[g] * sign_of(t[g]) * float(s) * vv[a];
-        });
-    };
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int row = ty + 8 * r;
-        const int64_t b = b0 + row, m = m0 + tx;
-        float go[D] = {};
-        if (b < B && m < No) {
-            float gv[D];
-            static_for<D>([&](auto ac) { gv[decltype(ac)::value] = load<Tg>(gout[decltype(ac)::value * cs + b * No + m]); });
-            if (stats) {
-                float vv[D];
-                static_for<D>([&](auto ac) { vv[decltype(ac)::value] = load<Tv>(v[decltype(ac)::value * cs + b * No + m]); });
-                form(gv, vv, stats + b * 2 * G, stats + b * 2 * G + G, go); /* 1 / r_g, then coef_g */
-            } else {
-#pragma unroll
-                for (int a = 0; a < D; ++a)
-                    go[a] = gv[a];
-            }
-        }
-#pragma unroll
-        for (int a = 0; a < D; ++a)
-            tile[a][row][tx] = go[a];
-    }
-    __syncthreads();
     /* piece i of a component: step i / 64 of the tile, row (i / 2) % 32, 16-byte half i % 2 in
      * memory, which holds the batch positions of half (i % 2) ^ swizzle */
     static_assert(D * PIECES % 256 == 0, "whole rounds of pieces");
@@ -764,7 +725,226 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
     }
 }
 
+/* go_A = gout_A / r_g - coef_g sign(t_g) s_A v_A, t_g = sum over the grade of s_A v_A^2, as fcgp.cu's
+ * norm_bwd forms it, from one element's gout and v and its row's 1 / r_g (inv) and coef_g */
+template <int ID>
+__device__ __forceinline__ void go_of(const float (&gv)[AlgebraTraits<ID>::D], const float (&vv)[AlgebraTraits<ID>::D],
+                                      const float *inv, const float *coef, float (&go)[AlgebraTraits<ID>::D])
+{
+    using A = AlgebraTraits<ID>;
+    constexpr int D = A::D, G = A::G;
+    float t[G] = {};
+    static_for<D>([&](auto ac) {
+        constexpr int a = decltype(ac)::value, g = A::table.grade[a], s = A::table.grade_sign[a];
+        if constexpr (s != 0)
+            t[g] += float(s) * vv[a] * vv[a];
+    });
+    static_for<D>([&](auto ac) {
+        constexpr int a = decltype(ac)::value, g = A::table.grade[a], s = A::table.grade_sign[a];
+        go[a] = gv[a] * inv[g] - coef[g] * sign_of(t[g]) * float(s) * vv[a];
+    });
+}
+
+/* go^T (got_offset: step panels of Nor rows; components gcs apart) of a chunk of B rows, from
+ * grad_out (D, rows, N_out; components cs apart) and, with the norm (stats != NULL), the
+ * forward's out or o (v, the same layout) and the row statistics (B, 2 G: 1 / r_g, then coef_g;
+ * go_of); without the norm go = gout. Zeros from B to Bp and from N_out to Nor. 32 x 32 tiles of
+ * all D components through shared memory: the loads go along grad_out's rows, the stores along
+ * the panels (got_store). The grid's row blocks start at row r0 of the chunk (a multiple of 32):
+ * the backward transposes a chunk in slices, each right after norm_bwd formed its statistics
+ * (go_slice_rows). */
+template <int ID, int MODE, class Tv, class Tg>
+__global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, const Tg *__restrict__ gout,
+                                                     const float *__restrict__ stats, Elem<MODE> *__restrict__ got,
+                                                     int64_t B, int64_t No, int64_t Bp, int64_t cs, int64_t gcs,
+                                                     int64_t r0)
+{
+    constexpr int D = AlgebraTraits<ID>::D, G = AlgebraTraits<ID>::G;
+    __shared__ float tile[D][32][33];
+    const int64_t b0 = r0 + (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32, Nor = got_rows(No);
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int row = ty + 8 * r;
+        const int64_t b = b0 + row, m = m0 + tx;
+        float go[D] = {};
+        if (b < B && m < No) {
+            float gv[D];
+            static_for<D>([&](auto ac) { gv[decltype(ac)::value] = load<Tg>(gout[decltype(ac)::value * cs + b * No + m]); });
+            if (stats) {
+                float vv[D];
+                static_for<D>([&](auto ac) { vv[decltype(ac)::value] = load<Tv>(v[decltype(ac)::value * cs + b * No + m]); });
+                go_of<ID>(gv, vv, stats + b * 2 * G, stats + b * 2 * G + G, go); /* 1 / r_g, then coef_g */
+            } else {
+#pragma unroll
+                for (int a = 0; a < D; ++a)
+                    go[a] = gv[a];
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < D; ++a)
+            tile[a][row][tx] = go[a];
+    }
+    __syncthreads();
+    got_store<MODE, D>(tile, got, b0, m0, Nor, Bp, gcs);
+}
+
+/* go^T as go_transpose makes it with the norm, from the forward's out (v) and norms r (B, G)
+ * alone, with no statistics pass: grad_out and out are read once, not twice (norm_bwd, then the
+ * transpose). coef_g = dot_g / (r_g N_out), dot_g the row's sum over the grade of gout_A out_A,
+ * summed over the row block's column tiles. A 1-D grid, the column tiles of a row block
+ * consecutive (ct = N_out / 32 of them), so that they run in the same wave as a rule: each tile
+ * loads its gout (kept in `tile`) and out (kept in registers), writes its 32 rows' partial dots
+ * (a fixed xor tree over its columns) to part (tile-major: ct x Bpr x G), counts itself in
+ * arrive[row block], and waits (at most wait_ns) for the count to be whole; then every tile of
+ * the row block sums the partials over the tiles in order (the same sum whichever tile forms
+ * it: deterministic) and writes its go^T. The forward's epilogue norm does the same (FwdEpi):
+ * a tile whose wait runs out writes nothing and says so in state[tile]; the tile that arrives
+ * last, which never waits for the count, waits for every other tile's state (each decides within
+ * its bounded wait) and forms the go^T of those that gave up, loading their gout and out again.
+ * arrive (row blocks) and state (row blocks x ct) are zero at launch. */
+template <int ID, int MODE, class T>
+__global__ void __launch_bounds__(256) go_norm_transpose(const T *__restrict__ v, const T *__restrict__ gout,
+                                                          const float *__restrict__ norms, float *__restrict__ part,
+                                                          int *__restrict__ arrive, int *__restrict__ state,
+                                                          Elem<MODE> *__restrict__ got, int64_t B, int64_t No,
+                                                          int64_t Bp, int64_t cs, int64_t gcs, long long wait_ns)
+{
+    using A = AlgebraTraits<ID>;
+    constexpr int D = A::D, G = A::G;
+    enum { kWhole = 1, kGaveUp = 2, kLast = 3 };
+    __shared__ float tile[D][32][33];
+    __shared__ float rows_s[32][2 * G]; /* the row block's 1 / r_g, then coef_g */
+    __shared__ int flag;
+    const int ct = (int)((No + 31) / 32), rb = (int)(blockIdx.x / ct), c = (int)(blockIdx.x % ct);
+    const int64_t b0 = (int64_t)rb * 32, Nor = got_rows(No), Bpr = (Bp + 31) / 32 * 32;
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    /* gout and out of the thread's element (zero outside the chunk's rows and N_out) */
+    auto load_at = [&](int row, int m0, float(&gv)[D], float(&vv)[D]) {
+        const int64_t b = b0 + row, m = m0 + tx;
+        const bool in = b < B && m < No;
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value;
+            gv[a] = in ? load<T>(gout[a * cs + b * No + m]) : 0.f;
+            vv[a] = in ? load<T>(v[a * cs + b * No + m]) : 0.f;
+        });
+    };
+    /* the tile's go from gout and out (registers) and the row block's statistics, into `tile` */
+    auto form_tile = [&](int r, const float(&gv)[D], const float(&vv)[D]) {
+        const int row = ty + 8 * r;
+        float go[D];
+        go_of<ID>(gv, vv, rows_s[row], rows_s[row] + G, go);
+#pragma unroll
+        for (int a = 0; a < D; ++a)
+            tile[a][row][tx] = go[a];
+    };
+    float vkeep[4][D];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int row = ty + 8 * r;
+        float gv[D];
+        load_at(row, 32 * c, gv, vkeep[r]);
+        float dot[G] = {};
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value, g = A::table.grade[a];
+            dot[g] += gv[a] * vkeep[r][a];
+            tile[a][row][tx] = gv[a];
+        });
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1)
+                dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], off);
+            if (tx == 0)
+                part[((int64_t)c * Bpr + b0 + row) * G + g] = dot[g];
+        }
+    }
+    /* count this tile into its row block once its partials are visible to every SM, then wait
+     * (bounded) for the rest; kLast: this tile completed the count */
+    __threadfence();
+    __syncthreads();
+    int *const count = arrive + rb, *const st = state + (int64_t)rb * ct;
+    if (threadIdx.x == 0) {
+        int f = kLast;
+        if (atomicAdd(count, 1) != ct - 1) {
+            const long long t0 = global_ns();
+            while (ld_acquire_gpu(count) < ct && global_ns() - t0 < wait_ns)
+                __nanosleep(64);
+            f = ld_acquire_gpu(count) == ct ? kWhole : kGaveUp;
+            st_release_gpu(st + c, f); /* whole: the last tile need not form this one */
+        }
+        __threadfence();
+        flag = f;
+    }
+    __syncthreads();
+    const int f = flag;
+    if (f == kGaveUp)
+        return;
+    /* the row block's statistics: partial dots summed over the tiles in order (.cg: other SMs
+     * wrote them), 1 / r and dot / r / N_out as norm_bwd forms them; zero past B */
+    for (int i = threadIdx.x; i < 32 * G; i += 256) {
+        const int row = i / G, g = i % G;
+        const int64_t b = b0 + row;
+        float d = 0.f;
+        for (int k = 0; k < ct; ++k)
+            d += __ldcg(part + ((int64_t)k * Bpr + b) * G + g);
+        const float inv = b < B ? 1.f / norms[b * G + g] : 0.f;
+        rows_s[row][g] = inv;
+        rows_s[row][G + g] = d * inv / (float)No;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        float gv[D];
+#pragma unroll
+        for (int a = 0; a < D; ++a)
+            gv[a] = tile[a][ty + 8 * r][tx]; /* this thread's own element */
+        form_tile(r, gv, vkeep[r]);
+    }
+    __syncthreads();
+    got_store<MODE, D>(tile, got, b0, 32 * (int64_t)c, Nor, Bp, gcs);
+    if (f != kLast)
+        return;
+    /* the last tile: every other tile has arrived, so each says within its bounded wait whether
+     * it formed its own go^T; form those that gave up */
+    for (int k = 0; k < ct; ++k) {
+        if (k == c)
+            continue;
+        if (threadIdx.x == 0) {
+            int sv;
+            while ((sv = ld_acquire_gpu(st + k)) == 0)
+                __nanosleep(64);
+            flag = sv;
+        }
+        __syncthreads(); /* flag set; the previous tile's stores read `tile` */
+        const int sv = flag;
+        __syncthreads(); /* flag read by all before thread 0 rewrites it */
+        if (sv != kGaveUp)
+            continue;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            float gv[D], vv[D];
+            load_at(ty + 8 * r, 32 * k, gv, vv);
+            form_tile(r, gv, vv);
+        }
+        __syncthreads();
+        got_store<MODE, D>(tile, got, b0, 32 * (int64_t)k, Nor, Bp, gcs);
+    }
+}
+
 namespace {
+
+/* The rows of each slice of a chunk's go^T transpose, where fcgp.cu's norm_bwd forms the norm's
+ * statistics slice by slice just before it (BwdInputs::stats_rows), in whole 32-row blocks: by
+ * default the chunk in one slice. Slices small enough that the transpose reads grad_out and out
+ * back from L2 made it faster, and norm_bwd, whose one-row blocks then fill the GPU only once
+ * or less, slower by as much (H100, B 4096, N 512, NOTES_FCGP.md session 24: Cl(3,0) tf32 63 +
+ * 67 us at a chunk, 77 + 54 at 512 rows, 72 + 57 at 1024); go_rows_setting sets them. */
+int64_t go_slice_rows(int64_t Bc)
+{
+    const int64_t whole = cdiv(Bc, 32) * 32, n = go_rows_setting();
+    return n > 0 ? std::min(whole, cdiv(n, 32) * 32) : whole;
+}
 
 template <int ID, int MODE, class Tio>
 fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
@@ -787,6 +967,12 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     int *flags = (int *)(p + L.flags);
     if (need_w) /* the segments' flags, raised to the chunk's number + 1 */
         FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)std::max(1, L.nslots) * sizeof(int), st));
+    if (in.norms && !L.go_norm) {
+        fc_set_error("fcgp: the go-norm transpose's workspace was not planned (its switch changed mid-call?)");
+        return FC_ERR_VALUE;
+    }
+    if (in.norms) /* go_norm_transpose's counts and states */
+        FC_CUDA_CHECK(cudaMemsetAsync(p + L.goflags, 0, L.goflag_bytes, st));
 
     fc_status s;
     if (need_xy) { /* W in slot order */
@@ -824,7 +1010,15 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
         const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
-        for (int64_t r0 = 0; r0 < Bp; r0 += slice) { /* each slice's statistics, then its go^T */
+        if (in.norms) { /* go^T with the norm's coefficients summed across its column tiles */
+            const int64_t ct = cdiv(No, 32);
+            int *arrive = (int *)(p + L.goflags) + c * L.gorb * (1 + ct);
+            go_norm_transpose<ID, MODE, Tio><<<(unsigned)(cdiv(Bp, 32) * ct), 256, 0, st>>>(
+                (const Tio *)in.v + b0 * No, gout, in.norms + b0 * G, (float *)(p + L.gopart), arrive,
+                arrive + L.gorb, got, rows, No, Bp, cs, gcs, norm_wait_ns());
+            FC_LAUNCH_CHECK(st);
+        }
+        for (int64_t r0 = 0; r0 < Bp && !in.norms; r0 += slice) { /* each slice's statistics, then its go^T */
             const int64_t n = std::min(slice, Bp - r0);
             if (in.stats_rows && r0 < rows && (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st)) != FC_OK)
                 return s;
@@ -951,6 +1145,10 @@ int fc_fcgp_sm90_fwd_norm_switch(int on)
 int fc_fcgp_sm90_fwd_wbulk_switch(int on)
 {
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
+}
+int fc_fcgp_sm90_bwd_go_norm_switch(int on)
+{
+    return toggle(on, fc::fcgp::sm90::set_go_norm, fc::fcgp::sm90::go_norm_setting);
 }
 long long fc_fcgp_sm90_bwd_go_rows(long long rows)
 {
