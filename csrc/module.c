@@ -192,14 +192,20 @@ static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
     }
     return PyLong_FromLong(fc_fcgp_sm90_fwd_cluster(shape));
 }
+/* The C API's numeric settings from Python: one optional integer (-1, leave it, when absent),
+ * passed to get_set, which sets the setting when the value is >= 0 and returns it. */
+static PyObject *number_call(PyObject *args, const char *format, long long (*get_set)(long long))
+{
+    long long v = -1;
+    if (!PyArg_ParseTuple(args, format, &v))
+        return NULL;
+    return PyLong_FromLongLong(get_set(v));
+}
 /* _fcgp_sm90_fwd_norm_wait(us=-1): set the wait when us >= 0; returns it */
 static PyObject *fcgp_sm90_fwd_norm_wait(PyObject *module, PyObject *args)
 {
     (void)module;
-    long long us = -1;
-    if (!PyArg_ParseTuple(args, "|L:_fcgp_sm90_fwd_norm_wait", &us))
-        return NULL;
-    return PyLong_FromLongLong(fc_fcgp_sm90_fwd_norm_wait(us));
+    return number_call(args, "|L:_fcgp_sm90_fwd_norm_wait", fc_fcgp_sm90_fwd_norm_wait);
 }
 
 static PyObject *fcgp_sm90_bwd_go_norm(PyObject *module, PyObject *args)
@@ -211,10 +217,7 @@ static PyObject *fcgp_sm90_bwd_go_norm(PyObject *module, PyObject *args)
 static PyObject *fcgp_sm90_bwd_go_rows(PyObject *module, PyObject *args)
 {
     (void)module;
-    long long rows = -1;
-    if (!PyArg_ParseTuple(args, "|L:_fcgp_sm90_bwd_go_rows", &rows))
-        return NULL;
-    return PyLong_FromLongLong(fc_fcgp_sm90_bwd_go_rows(rows));
+    return number_call(args, "|L:_fcgp_sm90_bwd_go_rows", fc_fcgp_sm90_bwd_go_rows);
 }
 
 static PyMethodDef module_methods[] = {

@@ -74,6 +74,22 @@ int env_choice(std::atomic<int> &v, const char *name, int lo, int hi, int dflt)
     return c;
 }
 
+/* A number from the environment, read once into v (-1 until then): name's value times scale when
+ * it is a whole number in [lo, hi], else dflt. */
+long long env_number(std::atomic<long long> &v, const char *name, long lo, long hi, long long dflt, long long scale)
+{
+    long long c = v.load(std::memory_order_relaxed);
+    if (c < 0) {
+        const char *e = getenv(name);
+        char *end = nullptr;
+        const long n = e ? strtol(e, &end, 10) : -1;
+        long long expected = -1;
+        v.compare_exchange_strong(expected, e && end != e && !*end && n >= lo && n <= hi ? n * scale : dflt);
+        c = v.load();
+    }
+    return c;
+}
+
 /* An on/off switch: "1" or "0" sets it, anything else leaves the default. */
 bool switch_state(std::atomic<int> &v, const char *env, int dflt) { return env_choice(v, env, 0, 1, dflt) == 1; }
 
@@ -147,19 +163,7 @@ bool go_norm_fused(const fc_args *a)
 /* The rows a slice of go^T's transpose (see go_slice_rows): 0 (the default) one slice a chunk,
  * n > 0 n rows rounded up to whole 32-row blocks; FLASHCLIFFORD_FCGP_BWD_GO_ROWS (0 to 1048576)
  * at start-up, or set_go_rows, sets it. */
-long long go_rows_setting()
-{
-    long long v = g_go_rows.load(std::memory_order_relaxed);
-    if (v < 0) {
-        const char *e = getenv("FLASHCLIFFORD_FCGP_BWD_GO_ROWS");
-        char *end = nullptr;
-        const long n = e ? strtol(e, &end, 10) : -1;
-        long long expected = -1;
-        g_go_rows.compare_exchange_strong(expected, e && end != e && !*end && n >= 0 && n <= (1L << 20) ? n : 0LL);
-        v = g_go_rows.load();
-    }
-    return v;
-}
+long long go_rows_setting() { return env_number(g_go_rows, "FLASHCLIFFORD_FCGP_BWD_GO_ROWS", 0, 1L << 20, 0, 1); }
 void set_go_rows(long long rows) { g_go_rows.store(std::max<long long>(0, std::min<long long>(rows, 1LL << 20))); }
 bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }
 void set_fused_norm(bool on) { g_fwd_norm.store(on ? 1 : 0); }
@@ -175,17 +179,7 @@ std::atomic<long long> g_norm_wait{-1};
  * once, which the tests use to reach the fix-up). */
 long long norm_wait_ns()
 {
-    long long v = g_norm_wait.load(std::memory_order_relaxed);
-    if (v < 0) {
-        const char *e = getenv("FLASHCLIFFORD_FCGP_FWD_NORM_WAIT_US");
-        char *end = nullptr;
-        const long us = e ? strtol(e, &end, 10) : -1;
-        long long expected = -1;
-        g_norm_wait.compare_exchange_strong(expected,
-                                            e && end != e && !*end && us >= 0 && us <= 10000 ? us * 1000LL : 100000LL);
-        v = g_norm_wait.load();
-    }
-    return v;
+    return env_number(g_norm_wait, "FLASHCLIFFORD_FCGP_FWD_NORM_WAIT_US", 0, 10000, 100000LL, 1000);
 }
 void set_norm_wait_us(long long us) { g_norm_wait.store(std::min<long long>(us, 10000) * 1000LL); }
 
