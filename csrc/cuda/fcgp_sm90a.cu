@@ -1003,7 +1003,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         /* go^T of the chunk */
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
-        const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
         if (in.norms) { /* go^T with the norm's coefficients summed across its column tiles */
             const int64_t ct = cdiv(No, 32);
             int *arrive = (int *)(p + L.goflags) + c * L.gorb * (1 + ct);
@@ -1011,19 +1010,22 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 (const Tio *)in.v + b0 * No, gout, in.norms + b0 * G, (float *)(p + L.gopart), arrive,
                 arrive + L.gorb, got, rows, No, Bp, cs, gcs, norm_wait_ns());
             FC_LAUNCH_CHECK(st);
-        }
-        for (int64_t r0 = 0; r0 < Bp && !in.norms; r0 += slice) { /* each slice's statistics, then its go^T */
-            const int64_t n = std::min(slice, Bp - r0);
-            if (in.stats_rows && r0 < rows && (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st)) != FC_OK)
-                return s;
-            const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
-            if (in.v && in.v_bytes == 4)
-                go_transpose<ID, MODE, float, Tio><<<tgrid, 256, 0, st>>>((const float *)in.v + b0 * No, gout, stats,
-                                                                          got, rows, No, Bp, cs, gcs, r0);
-            else
-                go_transpose<ID, MODE, Tio, Tio><<<tgrid, 256, 0, st>>>(in.v ? (const Tio *)in.v + b0 * No : nullptr,
-                                                                        gout, stats, got, rows, No, Bp, cs, gcs, r0);
-            FC_LAUNCH_CHECK(st);
+        } else { /* each slice's statistics, then its go^T */
+            const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
+            for (int64_t r0 = 0; r0 < Bp; r0 += slice) {
+                const int64_t n = std::min(slice, Bp - r0);
+                if (in.stats_rows && r0 < rows &&
+                    (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st)) != FC_OK)
+                    return s;
+                const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
+                if (in.v && in.v_bytes == 4)
+                    go_transpose<ID, MODE, float, Tio><<<tgrid, 256, 0, st>>>((const float *)in.v + b0 * No, gout,
+                                                                              stats, got, rows, No, Bp, cs, gcs, r0);
+                else
+                    go_transpose<ID, MODE, Tio, Tio><<<tgrid, 256, 0, st>>>(
+                        in.v ? (const Tio *)in.v + b0 * No : nullptr, gout, stats, got, rows, No, Bp, cs, gcs, r0);
+                FC_LAUNCH_CHECK(st);
+            }
         }
 
         if (need_w) { /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws), then gW */
