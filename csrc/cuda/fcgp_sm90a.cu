@@ -806,7 +806,6 @@ __global__ void __launch_bounds__(256) go_norm_transpose(const T *__restrict__ v
 {
     using A = AlgebraTraits<ID>;
     constexpr int D = A::D, G = A::G;
-    enum { kWhole = 1, kGaveUp = 2, kLast = 3 };
     __shared__ float tile[D][32][33];
     __shared__ float rows_s[32][2 * G]; /* the row block's 1 / r_g, then coef_g */
     __shared__ int flag;
@@ -854,25 +853,20 @@ __global__ void __launch_bounds__(256) go_norm_transpose(const T *__restrict__ v
         }
     }
     /* count this tile into its row block once its partials are visible to every SM, then wait
-     * (bounded) for the rest; kLast: this tile completed the count */
+     * (bounded) for the rest (tile_arrive) */
     __threadfence();
     __syncthreads();
     int *const count = arrive + rb, *const st = state + (int64_t)rb * ct;
     if (threadIdx.x == 0) {
-        int f = kLast;
-        if (atomicAdd(count, 1) != ct - 1) {
-            const long long t0 = global_ns();
-            while (ld_acquire_gpu(count) < ct && global_ns() - t0 < wait_ns)
-                __nanosleep(64);
-            f = ld_acquire_gpu(count) == ct ? kWhole : kGaveUp;
-            st_release_gpu(st + c, f); /* whole: the last tile need not form this one */
-        }
+        const int f = tile_arrive(count, ct, st + c, wait_ns);
+        if (f == kTileGaveUp) /* nothing of it to write first: the last tile forms it */
+            st_release_gpu(st + c, kTileGaveUp);
         __threadfence();
         flag = f;
     }
     __syncthreads();
     const int f = flag;
-    if (f == kGaveUp)
+    if (f == kTileGaveUp)
         return;
     /* the row block's statistics: partial dots summed over the tiles in order (.cg: other SMs
      * wrote them), 1 / r and dot / r / N_out as norm_bwd forms them; zero past B */
@@ -897,23 +891,19 @@ __global__ void __launch_bounds__(256) go_norm_transpose(const T *__restrict__ v
     }
     __syncthreads();
     got_store<MODE, D>(tile, got, b0, 32 * (int64_t)c, Nor, Bp, gcs);
-    if (f != kLast)
+    if (f != kTileLast)
         return;
     /* the last tile: every other tile has arrived, so each says within its bounded wait whether
      * it formed its own go^T; form those that gave up */
     for (int k = 0; k < ct; ++k) {
         if (k == c)
             continue;
-        if (threadIdx.x == 0) {
-            int sv;
-            while ((sv = ld_acquire_gpu(st + k)) == 0)
-                __nanosleep(64);
-            flag = sv;
-        }
+        if (threadIdx.x == 0)
+            flag = tile_state(st + k);
         __syncthreads(); /* flag set; the previous tile's stores read `tile` */
         const int sv = flag;
         __syncthreads(); /* flag read by all before thread 0 rewrites it */
-        if (sv != kGaveUp)
+        if (sv != kTileGaveUp)
             continue;
 #pragma unroll
         for (int r = 0; r < 4; ++r) {

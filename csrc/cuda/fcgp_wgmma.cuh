@@ -472,6 +472,36 @@ __device__ __forceinline__ long long global_ns()
     return t;
 }
 
+/* The row-block handshake of the forward's epilogue norm (fwd_tma_kernel) and the backward's
+ * one-pass go^T (fcgp_sm90a.cu go_norm_transpose), by a tile's thread 0 once its partials are
+ * visible to every SM: count the tile into *count of n and, unless it completed the count
+ * (kTileLast), wait at most wait_ns for the count to be whole: kTileWhole (its state released as
+ * such: the last tile need not finish it) or kTileGaveUp (the caller releases that state once
+ * whatever the last tile needs of it is written). No tile waits without bound on one that may not
+ * be resident. */
+enum { kTileWhole = 1, kTileGaveUp = 2, kTileLast = 3 };
+__device__ __forceinline__ int tile_arrive(int *count, int n, int *state, long long wait_ns)
+{
+    if (atomicAdd(count, 1) == n - 1)
+        return kTileLast;
+    const long long t0 = global_ns();
+    while (ld_acquire_gpu(count) < n && global_ns() - t0 < wait_ns)
+        __nanosleep(64);
+    const int f = ld_acquire_gpu(count) == n ? kTileWhole : kTileGaveUp;
+    if (f == kTileWhole)
+        st_release_gpu(state, kTileWhole);
+    return f;
+}
+/* ... and, for the last tile, another tile's state once that one has decided (it has arrived, so
+ * it decides within its bounded wait) */
+__device__ __forceinline__ int tile_state(const int *state)
+{
+    int v;
+    while ((v = ld_acquire_gpu(state)) == 0)
+        __nanosleep(64);
+    return v;
+}
+
 /* A tile of kEpiNorm, once its row block's partials are all written: inv (64 rows x D
  * components) = 1 / r of the component's grade, r_g = sqrt(sum over the column blocks in order /
  * N_out + eps), as fwd_finalize forms it (rg: 64 x G scratch; both in shared memory); norms
@@ -754,39 +784,30 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     if (ep.mode != kEpiNorm || (int)blockIdx.x >= colblocks || m0 >= B) /* tiles past the output: done */
         return;
     /* count this tile into its row block once its partials are visible to every SM, then wait
-     * (bounded) for the rest; kLast: this tile completed the count */
-    enum { kWhole = 1, kGaveUp = 2, kLast = 3 };
+     * (bounded) for the rest (tile_arrive) */
     int *flag = (int *)(smem + STG); /* stage 1 */
     int *const count = ep.arrive + blockIdx.y, *const state = ep.state + (size_t)blockIdx.y * gridDim.x;
     __threadfence();
     consumers_sync();
     if (tid == 0) {
-        int f = kLast;
-        if (atomicAdd(count, 1) != colblocks - 1) {
-            const long long t0 = global_ns();
-            while (ld_acquire_gpu(count) < colblocks && global_ns() - t0 < ep.wait_ns)
-                __nanosleep(64);
-            f = ld_acquire_gpu(count) == colblocks ? kWhole : kGaveUp;
-            if (f == kWhole) /* the last tile need not scale this one */
-                st_release_gpu(state + blockIdx.x, kWhole);
-        }
+        const int f = tile_arrive(count, colblocks, state + blockIdx.x, ep.wait_ns);
         __threadfence();
         *flag = f;
     }
     consumers_sync();
     const int f = *flag;
-    if (f == kGaveUp) { /* o for the last tile to scale */
+    if (f == kTileGaveUp) { /* o for the last tile to scale */
         store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
         __threadfence();
         consumers_sync();
         if (tid == 0)
-            st_release_gpu(state + blockIdx.x, kGaveUp);
+            st_release_gpu(state + blockIdx.x, kTileGaveUp);
         return;
     }
     constexpr int G = AlgebraTraits<ID>::G;
     float *inv = (float *)(smem + STG + 128);
     float(*rg)[G] = (float(*)[G])(inv + 64 * D);
-    norm_inv<ID>(inv, rg, ep.partial, f == kLast ? ep.norms : nullptr, B, No, colblocks, m0, tid);
+    norm_inv<ID>(inv, rg, ep.partial, f == kTileLast ? ep.norms : nullptr, B, No, colblocks, m0, tid);
     static_for<C::JW>([&](auto jj) {
         constexpr int J = decltype(jj)::value;
 #pragma unroll
@@ -799,23 +820,19 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
             }
     });
     store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
-    if (f != kLast)
+    if (f != kTileLast)
         return;
     /* the last tile: every other tile has arrived, so each says within its bounded wait whether
      * it scaled itself; scale those that gave up */
     for (int cb = 0; cb < colblocks; ++cb) {
         if (cb == (int)blockIdx.x)
             continue;
-        if (tid == 0) {
-            int v;
-            while ((v = ld_acquire_gpu(state + cb)) == 0)
-                __nanosleep(64);
-            *flag = v;
-        }
+        if (tid == 0)
+            *flag = tile_state(state + cb);
         consumers_sync();
         const int sv = *flag;
         consumers_sync(); /* flag read by all before thread 0 rewrites it */
-        if (sv != kGaveUp)
+        if (sv != kTileGaveUp)
             continue;
         if (No % 4 == 0)
             norm_fixup<ID, C::NT, 4>(ep.o, ep.out, inv, B, No, m0, cb * C::NT, tid);
