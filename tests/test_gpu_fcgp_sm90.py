@@ -49,7 +49,7 @@ SHAPES = [
 
 
 def _switched(switch, on):
-    """Set one of the process-wide switches (_C._fcgp_sm90 or _fcgp_sm90_bwd) for a test."""
+    """Set one of the process-wide switches or settings (_C._fcgp_sm90, _fcgp_sm90_bwd, ...) for a test."""
     if not fc._C.build_info()["fcgp_sm90a"] or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs a build with the sm_90a FCGP kernels and a compute-capability 9.0 GPU")
     before = switch()
@@ -387,11 +387,7 @@ GO_SLICE_SHAPES = [
 
 @pytest.fixture
 def go_rows_kept(bwd_on):
-    before = fc._C._fcgp_sm90_bwd_go_rows()
-    try:
-        yield
-    finally:
-        fc._C._fcgp_sm90_bwd_go_rows(before)
+    yield from _switched(fc._C._fcgp_sm90_bwd_go_rows, 0)
 
 
 @pytest.mark.parametrize("mode", MODES)
