@@ -208,11 +208,6 @@ static PyObject *fcgp_sm90_fwd_norm_wait(PyObject *module, PyObject *args)
     return number_call(args, "|L:_fcgp_sm90_fwd_norm_wait", fc_fcgp_sm90_fwd_norm_wait);
 }
 
-static PyObject *fcgp_sm90_bwd_go_norm(PyObject *module, PyObject *args)
-{
-    (void)module;
-    return switch_call(args, "|O:_fcgp_sm90_bwd_go_norm", fc_fcgp_sm90_bwd_go_norm_switch);
-}
 /* _fcgp_sm90_bwd_go_rows(rows=-1): set the slice rows when rows >= 0; returns the setting */
 static PyObject *fcgp_sm90_bwd_go_rows(PyObject *module, PyObject *args)
 {
@@ -264,13 +259,6 @@ static PyMethodDef module_methods[] = {
      "Whether the Hopper FCGP forward brings W^T in stage order by bulk copies (on unless "
      "FLASHCLIFFORD_FCGP_FWD_WBULK=0 at start-up; off: boxes of W^T, bitwise the same result): None leaves "
      "it, True/False sets it; returns its state. Process-wide; for tests and measurements."},
-    {"_fcgp_sm90_bwd_go_norm", fcgp_sm90_bwd_go_norm, METH_VARARGS,
-     "_fcgp_sm90_bwd_go_norm(on=None)\n--\n\n"
-     "Whether the Hopper FCGP backward from the saved output forms go^T in one pass over grad_out and out, "
-     "the norm's coefficients summed across the pass's column tiles of a row block (each waits, bounded by "
-     "_fcgp_sm90_fwd_norm_wait, for the others' partial sums; the last forms those that gave up), instead of "
-     "a statistics pass and then the transpose (off unless FLASHCLIFFORD_FCGP_BWD_GO_NORM=1 at start-up): None "
-     "leaves it, True/False sets it; returns its state. Process-wide; for tests and measurements."},
     {"_fcgp_sm90_bwd_go_rows", fcgp_sm90_bwd_go_rows, METH_VARARGS,
      "_fcgp_sm90_bwd_go_rows(rows=-1)\n--\n\n"
      "The rows of each slice in which the Hopper FCGP backward forms the norm's row statistics and then "
@@ -287,8 +275,7 @@ static PyMethodDef module_methods[] = {
     {"_fcgp_sm90_fwd_norm_wait", fcgp_sm90_fwd_norm_wait, METH_VARARGS,
      "_fcgp_sm90_fwd_norm_wait(us=-1)\n--\n\n"
      "How long (microseconds, at most 10000) a tile of the Hopper FCGP forward waits for the rest of its "
-     "64-row block before leaving its unscaled output to the block's last tile, and a tile of the backward's "
-     "one-pass go^T (_fcgp_sm90_bwd_go_norm) for the rest of its 32-row block (100 unless "
+     "64-row block before leaving its unscaled output to the block's last tile (100 unless "
      "FLASHCLIFFORD_FCGP_FWD_NORM_WAIT_US at start-up says otherwise): us >= 0 sets it; returns it. "
      "Process-wide; for tests and measurements."},
     {"_sgp_config", (PyCFunction)(void (*)(void))fc_bind_sgp_config, METH_VARARGS | METH_KEYWORDS,

@@ -53,9 +53,6 @@ FCGP_SCHED_SHAPES = [(200, 512, 528)]
 # the norm statistics and go^T's transpose in slices of 32 rows (_C._fcgp_sm90_bwd_go_rows): a
 # short last slice, two chunks (the second's last slice 5 rows and its padding)
 FCGP_GO_SLICE_SHAPES = FCGP_SHAPES + [(2085, 72, 24)]
-# go^T in one pass with the norm's coefficients (_C._fcgp_sm90_bwd_go_norm): 3, 3, 2 and 16
-# column tiles, two chunks; with the default wait and with none (the last tile forms the others)
-FCGP_GO_NORM_SHAPES = FCGP_SHAPES + [(2085, 72, 24), (70, 64, 512)]
 
 
 def host(*shape, dtype):
@@ -167,10 +164,9 @@ def run(quick, hopper_only=False):
         # (and the Hopper backward kernels, their own switch, with the forward on); last, the
         # forward's norm with a zero wait, so that every tile but a row block's last leaves its
         # o to that one to scale (the epilogue's fix-up); then the backward with the norm's
-        # statistics and go^T's transpose in the smallest slices, and with go^T in one pass
-        # (its own bounded wait, and none)
+        # statistics and go^T's transpose in the smallest slices
         before, before_gw = fc._C._fcgp_sm90(), fc._C._fcgp_sm90_bwd()
-        before_go, before_go_norm = fc._C._fcgp_sm90_bwd_go_rows(), fc._C._fcgp_sm90_bwd_go_norm()
+        before_go = fc._C._fcgp_sm90_bwd_go_rows()
         before_wait = fc._C._fcgp_sm90_fwd_norm_wait()
         hopper_algs, hopper_modes = [fc.Algebra(2), fc.Algebra(3)], ["tf32", "fp32-bf16", "bfloat16"]
         for on, gw in ((True, True),) if hopper_only else ((True, False), (False, False), (True, True)):
@@ -186,12 +182,6 @@ def run(quick, hopper_only=False):
         fc._C._fcgp_sm90_bwd_go_rows(32)
         n_switch += run_fcgp(hopper_algs, hopper_modes, False, FCGP_GO_SLICE_SHAPES)
         fc._C._fcgp_sm90_bwd_go_rows(before_go)
-        fc._C._fcgp_sm90_bwd_go_norm(True)
-        for wait in (before_wait, 0):
-            fc._C._fcgp_sm90_fwd_norm_wait(wait)
-            n_switch += run_fcgp(hopper_algs, hopper_modes, False, FCGP_GO_NORM_SHAPES)
-        fc._C._fcgp_sm90_fwd_norm_wait(before_wait)
-        fc._C._fcgp_sm90_bwd_go_norm(before_go_norm)
         fc._C._fcgp_sm90(before)
         fc._C._fcgp_sm90_bwd(before_gw)
     torch.cuda.synchronize()

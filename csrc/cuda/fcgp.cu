@@ -1216,17 +1216,14 @@ template <int ID, class E, int MODE, class Tio> struct Op {
 
     /* The Hopper backward: with the norm, v is out (or o recomputed as the forward made it) and
      * the norm's row statistics come from norm_bwd, which sm90::backward runs slice by slice just
-     * before go^T's transpose of each slice (stats_rows), or, from out under sm90::go_norm_fused,
-     * go^T's one pass forms them itself from out and the norms; then the three gradients. */
+     * before go^T's transpose of each slice (stats_rows), then the three gradients. */
     static fc_status sm90_backward(const fc_args *a, const E *x, const E *y, const E *w, const Layout &L, char *ws,
                                    cudaStream_t st)
     {
         if constexpr (SM90_TYPES) {
-            sm90::BwdInputs in{x, y, w, nullptr, 0, nullptr, nullptr, nullptr, nullptr};
+            sm90::BwdInputs in{x, y, w, nullptr, 0, nullptr, nullptr, nullptr};
             StatsJob job{a, nullptr, nullptr, 0, (C *)(ws + L.stats)};
-            if (from_out(a) && sm90::go_norm_fused(a)) { /* go^T's pass forms the coefficients */
-                in.v = a->out, in.v_bytes = (int)sizeof(Tio), in.norms = (const C *)a->norms;
-            } else if (from_out(a)) {
+            if (from_out(a)) {
                 job.v = a->out;
                 in.v = a->out, in.v_bytes = (int)sizeof(Tio), in.stats_rows = stats_rows<Tio, true>;
             } else if (a->normalize) {

@@ -149,16 +149,6 @@ void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shap
 namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
 std::atomic<long long> g_go_rows{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_ROWS; -1: not read yet */
-std::atomic<int> g_go_norm{-1};       /* FLASHCLIFFORD_FCGP_BWD_GO_NORM: "1" go_norm_transpose */
-}
-/* Off by default: written in session 24 after its device time was spent (NOTES_FCGP.md). */
-bool go_norm_setting() { return switch_state(g_go_norm, "FLASHCLIFFORD_FCGP_BWD_GO_NORM", 0); }
-void set_go_norm(bool on) { g_go_norm.store(on ? 1 : 0); }
-/* ... for a call with the norm whose go_norm_transpose grid (row blocks of 32 x column tiles of
- * 32, 1-D) has an int's size */
-bool go_norm_fused(const fc_args *a)
-{
-    return go_norm_setting() && a->normalize && cdiv(a->B, 32) * cdiv(a->N_out, 32) <= INT_MAX;
 }
 /* The rows a slice of go^T's transpose (see go_slice_rows): 0 (the default) one slice a chunk,
  * n > 0 n rows rounded up to whole 32-row blocks; FLASHCLIFFORD_FCGP_BWD_GO_ROWS (0 to 1048576)
@@ -244,9 +234,8 @@ int64_t gw_rows(int64_t ni) { return cdiv(ni, kRows) * kRows; }
 struct BwdLayout {
     int chunks, nslots;
     int64_t Bc, Bp; /* rows a chunk (the last may have fewer), the first padded */
-    bool in_grads, go_norm;
-    int64_t gorb; /* go_norm: row blocks of 32 a chunk, at most */
-    size_t got, xgt, ygt, wz, slots, flags, stash, gopart, goflags, goflag_bytes, total;
+    bool in_grads;
+    size_t got, xgt, ygt, wz, slots, flags, stash, total;
 };
 BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
 {
@@ -281,16 +270,6 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
         L.flags = bp.take((size_t)std::max(1, L.nslots) * sizeof(int));
         if (L.chunks > 1 && db != 4)
             L.stash = bp.take((size_t)(P * Ni * No) * sizeof(float));
-    }
-    /* go_norm_transpose's partial dots (column tiles x rows x G floats, one chunk's) and its
-     * counts and states (every chunk's: zeroed once a call) */
-    L.go_norm = go_norm_fused(a);
-    if (L.go_norm) {
-        const int64_t ct = cdiv(No, 32);
-        L.gorb = cdiv(L.Bp, 32);
-        L.gopart = bp.take((size_t)(ct * L.gorb * 32 * a->alg->G) * sizeof(float));
-        L.goflag_bytes = (size_t)(L.chunks * L.gorb * (1 + ct)) * sizeof(int);
-        L.goflags = bp.take(L.goflag_bytes);
     }
     L.total = bp.off;
     return L;
@@ -783,139 +762,6 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
     got_store<MODE, D>(tile, got, b0, m0, Nor, Bp, gcs);
 }
 
-/* go^T as go_transpose makes it with the norm, from the forward's out (v) and norms r (B, G)
- * alone, with no statistics pass: grad_out and out are read once, not twice (norm_bwd, then the
- * transpose). coef_g = dot_g / (r_g N_out), dot_g the row's sum over the grade of gout_A out_A,
- * summed over the row block's column tiles. A 1-D grid, the column tiles of a row block
- * consecutive (ct = N_out / 32 of them), so that they run in the same wave as a rule: each tile
- * loads its gout (kept in `tile`) and out (kept in registers), writes its 32 rows' partial dots
- * (a fixed xor tree over its columns) to part (tile-major: ct x Bpr x G), counts itself in
- * arrive[row block], and waits (at most wait_ns) for the count to be whole; then every tile of
- * the row block sums the partials over the tiles in order (the same sum whichever tile forms
- * it: deterministic) and writes its go^T. The forward's epilogue norm does the same (FwdEpi):
- * a tile whose wait runs out writes nothing and says so in state[tile]; the tile that arrives
- * last, which never waits for the count, waits for every other tile's state (each decides within
- * its bounded wait) and forms the go^T of those that gave up, loading their gout and out again.
- * arrive (row blocks) and state (row blocks x ct) are zero at launch. */
-template <int ID, int MODE, class T>
-__global__ void __launch_bounds__(256) go_norm_transpose(const T *__restrict__ v, const T *__restrict__ gout,
-                                                          const float *__restrict__ norms, float *__restrict__ part,
-                                                          int *__restrict__ arrive, int *__restrict__ state,
-                                                          Elem<MODE> *__restrict__ got, int64_t B, int64_t No,
-                                                          int64_t Bp, int64_t cs, int64_t gcs, long long wait_ns)
-{
-    using A = AlgebraTraits<ID>;
-    constexpr int D = A::D, G = A::G;
-    __shared__ float tile[D][32][33];
-    __shared__ float rows_s[32][2 * G]; /* the row block's 1 / r_g, then coef_g */
-    __shared__ int flag;
-    const int ct = (int)((No + 31) / 32), rb = (int)(blockIdx.x / ct), c = (int)(blockIdx.x % ct);
-    const int64_t b0 = (int64_t)rb * 32, Nor = got_rows(No), Bpr = (Bp + 31) / 32 * 32;
-    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-    /* gout and out of the thread's element (zero outside the chunk's rows and N_out) */
-    auto load_at = [&](int row, int m0, float(&gv)[D], float(&vv)[D]) {
-        const int64_t b = b0 + row, m = m0 + tx;
-        const bool in = b < B && m < No;
-        static_for<D>([&](auto ac) {
-            constexpr int a = decltype(ac)::value;
-            gv[a] = in ? load<T>(gout[a * cs + b * No + m]) : 0.f;
-            vv[a] = in ? load<T>(v[a * cs + b * No + m]) : 0.f;
-        });
-    };
-    /* the tile's go from gout and out (registers) and the row block's statistics, into `tile` */
-    auto form_tile = [&](int r, const float(&gv)[D], const float(&vv)[D]) {
-        const int row = ty + 8 * r;
-        float go[D];
-        go_of<ID>(gv, vv, rows_s[row], rows_s[row] + G, go);
-#pragma unroll
-        for (int a = 0; a < D; ++a)
-            tile[a][row][tx] = go[a];
-    };
-    float vkeep[4][D];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int row = ty + 8 * r;
-        float gv[D];
-        load_at(row, 32 * c, gv, vkeep[r]);
-        float dot[G] = {};
-        static_for<D>([&](auto ac) {
-            constexpr int a = decltype(ac)::value, g = A::table.grade[a];
-            dot[g] += gv[a] * vkeep[r][a];
-            tile[a][row][tx] = gv[a];
-        });
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1)
-                dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], off);
-            if (tx == 0)
-                part[((int64_t)c * Bpr + b0 + row) * G + g] = dot[g];
-        }
-    }
-    /* count this tile into its row block once its partials are visible to every SM, then wait
-     * (bounded) for the rest (tile_arrive) */
-    __threadfence();
-    __syncthreads();
-    int *const count = arrive + rb, *const st = state + (int64_t)rb * ct;
-    if (threadIdx.x == 0) {
-        const int f = tile_arrive(count, ct, st + c, wait_ns);
-        if (f == kTileGaveUp) /* nothing of it to write first: the last tile forms it */
-            st_release_gpu(st + c, kTileGaveUp);
-        __threadfence();
-        flag = f;
-    }
-    __syncthreads();
-    const int f = flag;
-    if (f == kTileGaveUp)
-        return;
-    /* the row block's statistics: partial dots summed over the tiles in order (.cg: other SMs
-     * wrote them), 1 / r and dot / r / N_out as norm_bwd forms them; zero past B */
-    for (int i = threadIdx.x; i < 32 * G; i += 256) {
-        const int row = i / G, g = i % G;
-        const int64_t b = b0 + row;
-        float d = 0.f;
-        for (int k = 0; k < ct; ++k)
-            d += __ldcg(part + ((int64_t)k * Bpr + b) * G + g);
-        const float inv = b < B ? 1.f / norms[b * G + g] : 0.f;
-        rows_s[row][g] = inv;
-        rows_s[row][G + g] = d * inv / (float)No;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        float gv[D];
-#pragma unroll
-        for (int a = 0; a < D; ++a)
-            gv[a] = tile[a][ty + 8 * r][tx]; /* this thread's own element */
-        form_tile(r, gv, vkeep[r]);
-    }
-    __syncthreads();
-    got_store<MODE, D>(tile, got, b0, 32 * (int64_t)c, Nor, Bp, gcs);
-    if (f != kTileLast)
-        return;
-    /* the last tile: every other tile has arrived, so each says within its bounded wait whether
-     * it formed its own go^T; form those that gave up */
-    for (int k = 0; k < ct; ++k) {
-        if (k == c)
-            continue;
-        if (threadIdx.x == 0)
-            flag = tile_state(st + k);
-        __syncthreads(); /* flag set; the previous tile's stores read `tile` */
-        const int sv = flag;
-        __syncthreads(); /* flag read by all before thread 0 rewrites it */
-        if (sv != kTileGaveUp)
-            continue;
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            float gv[D], vv[D];
-            load_at(ty + 8 * r, 32 * k, gv, vv);
-            form_tile(r, gv, vv);
-        }
-        __syncthreads();
-        got_store<MODE, D>(tile, got, b0, 32 * (int64_t)k, Nor, Bp, gcs);
-    }
-}
-
 namespace {
 
 /* The rows of each slice of a chunk's go^T transpose, where fcgp.cu's norm_bwd forms the norm's
@@ -951,12 +797,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     int *flags = (int *)(p + L.flags);
     if (need_w) /* the segments' flags, raised to the chunk's number + 1 */
         FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)std::max(1, L.nslots) * sizeof(int), st));
-    if (in.norms && !L.go_norm) {
-        fc_set_error("fcgp: the go-norm transpose's workspace was not planned (its switch changed mid-call?)");
-        return FC_ERR_VALUE;
-    }
-    if (in.norms) /* go_norm_transpose's counts and states */
-        FC_CUDA_CHECK(cudaMemsetAsync(p + L.goflags, 0, L.goflag_bytes, st));
 
     fc_status s;
     if (need_xy) { /* W in slot order */
@@ -993,29 +833,21 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         /* go^T of the chunk */
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
-        if (in.norms) { /* go^T with the norm's coefficients summed across its column tiles */
-            const int64_t ct = cdiv(No, 32);
-            int *arrive = (int *)(p + L.goflags) + c * L.gorb * (1 + ct);
-            go_norm_transpose<ID, MODE, Tio><<<(unsigned)(cdiv(Bp, 32) * ct), 256, 0, st>>>(
-                (const Tio *)in.v + b0 * No, gout, in.norms + b0 * G, (float *)(p + L.gopart), arrive,
-                arrive + L.gorb, got, rows, No, Bp, cs, gcs, norm_wait_ns());
+        /* each slice's statistics, then its go^T */
+        const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
+        for (int64_t r0 = 0; r0 < Bp; r0 += slice) {
+            const int64_t n = std::min(slice, Bp - r0);
+            if (in.stats_rows && r0 < rows &&
+                (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st)) != FC_OK)
+                return s;
+            const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
+            if (in.v && in.v_bytes == 4)
+                go_transpose<ID, MODE, float, Tio><<<tgrid, 256, 0, st>>>((const float *)in.v + b0 * No, gout,
+                                                                          stats, got, rows, No, Bp, cs, gcs, r0);
+            else
+                go_transpose<ID, MODE, Tio, Tio><<<tgrid, 256, 0, st>>>(
+                    in.v ? (const Tio *)in.v + b0 * No : nullptr, gout, stats, got, rows, No, Bp, cs, gcs, r0);
             FC_LAUNCH_CHECK(st);
-        } else { /* each slice's statistics, then its go^T */
-            const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
-            for (int64_t r0 = 0; r0 < Bp; r0 += slice) {
-                const int64_t n = std::min(slice, Bp - r0);
-                if (in.stats_rows && r0 < rows &&
-                    (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st)) != FC_OK)
-                    return s;
-                const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
-                if (in.v && in.v_bytes == 4)
-                    go_transpose<ID, MODE, float, Tio><<<tgrid, 256, 0, st>>>((const float *)in.v + b0 * No, gout,
-                                                                              stats, got, rows, No, Bp, cs, gcs, r0);
-                else
-                    go_transpose<ID, MODE, Tio, Tio><<<tgrid, 256, 0, st>>>(
-                        in.v ? (const Tio *)in.v + b0 * No : nullptr, gout, stats, got, rows, No, Bp, cs, gcs, r0);
-                FC_LAUNCH_CHECK(st);
-            }
         }
 
         if (need_w) { /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws), then gW */
@@ -1131,10 +963,6 @@ int fc_fcgp_sm90_fwd_norm_switch(int on)
 int fc_fcgp_sm90_fwd_wbulk_switch(int on)
 {
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
-}
-int fc_fcgp_sm90_bwd_go_norm_switch(int on)
-{
-    return toggle(on, fc::fcgp::sm90::set_go_norm, fc::fcgp::sm90::go_norm_setting);
 }
 long long fc_fcgp_sm90_bwd_go_rows(long long rows)
 {

@@ -90,8 +90,7 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * backward's coefficient, per row: fcgp.cu's norm_bwd), both NULL without the norm. stats_rows,
  * when not NULL, forms rows [b0, b0 + n) of stats (norm_bwd, given stats_ctx): the backward
  * calls it for each slice of a chunk (go_rows_setting; by default the whole chunk) just before
- * go^T's transpose of those rows; NULL: stats hold every row already. norms, when not NULL (v
- * the forward's out, stats NULL): go_norm_transpose forms the coefficients itself (go_norm_fused). grad_out and
+ * go^T's transpose of those rows; NULL: stats hold every row already. grad_out and
  * the gradients are the args' (data type; grad_x, grad_y and grad_weight NULL when not wanted);
  * all three are written here (the weight gradient summed on chip in a fixed order: no
  * reduction left to the caller). */
@@ -101,7 +100,6 @@ struct BwdInputs {
     const float *stats;
     fc_status (*stats_rows)(const void *ctx, int64_t b0, int64_t n, cudaStream_t stream);
     const void *stats_ctx;
-    const float *norms;
 };
 bool bwd_planned(const fc_args *a, int mode, int operand_bytes);
 size_t bwd_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
@@ -111,15 +109,6 @@ fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, cu
  * n > 0 n rows in whole 32-row blocks (FLASHCLIFFORD_FCGP_BWD_GO_ROWS at start-up; set_go_rows). */
 long long go_rows_setting();
 void set_go_rows(long long rows);
-
-/* Whether the backward from the saved output (BwdInputs: v the forward's out, norms its r (B, G),
- * stats NULL) forms go^T in one pass with the norm's coefficients summed across its column tiles
- * (go_norm_transpose), instead of norm_bwd's statistics and go_transpose: the switch
- * (FLASHCLIFFORD_FCGP_BWD_GO_NORM=1 at start-up, or set_go_norm; off by default until measured)
- * and a call with the norm; the workspace is planned for it when this holds. */
-bool go_norm_fused(const fc_args *a);
-bool go_norm_setting();
-void set_go_norm(bool on);
 
 /* The switches (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0", FLASHCLIFFORD_FCGP_SM90_BWD
  * == "0" for the backward kernels) and whether the unit has sm_90a code. */

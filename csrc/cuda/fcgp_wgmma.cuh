@@ -472,9 +472,8 @@ __device__ __forceinline__ long long global_ns()
     return t;
 }
 
-/* The row-block handshake of the forward's epilogue norm (fwd_tma_kernel) and the backward's
- * one-pass go^T (fcgp_sm90a.cu go_norm_transpose), by a tile's thread 0 once its partials are
- * visible to every SM: count the tile into *count of n and, unless it completed the count
+/* The row-block handshake of the forward's epilogue norm (fwd_tma_kernel), by a tile's thread 0
+ * once its partials are visible to every SM: count the tile into *count of n and, unless it completed the count
  * (kTileLast), wait at most wait_ns for the count to be whole: kTileWhole (its state released as
  * such: the last tile need not finish it) or kTileGaveUp (the caller releases that state once
  * whatever the last tile needs of it is written). No tile waits without bound on one that may not
