@@ -371,7 +371,7 @@ def test_backward_grads_as_scratch(bwd_on, alg, mode):
                             workspace=torch.empty(size, dtype=torch.uint8, device="cuda"), stream=s)
 
 
-# The norm's row statistics (norm_bwd) and go^T's transpose run slice by slice, each slice's
+# The norm's row statistics (norm_stats) and go^T's transpose run slice by slice, each slice's
 # transpose right after its statistics (_C._fcgp_sm90_bwd_go_rows: 0, the default, a whole chunk
 # at once; n rows). The same kernels do the same arithmetic for each row, so the gradients must be
 # bitwise those of one slice a chunk for slices of 32 rows (the fewest), 96 (a short last slice;

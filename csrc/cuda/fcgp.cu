@@ -17,9 +17,10 @@
  * forward GEMM (also the one a backward without out recomputes) and the backward are the Hopper
  * kernels of fcgp_sm90a.h (wgmma with TMA tiles) wherever their switches and sizes allow; the
  * Hopper forward finishes the grade norm in its own epilogue (no fwd_finalize pass); the
- * Hopper backward takes only the norm's row statistics from norm_bwd and forms go transposed
+ * Hopper backward takes only the norm's row statistics (norm_stats) and forms go transposed
  * itself; it writes all three gradients (its gW sums on chip: no gw_reduce). Everything around
- * them (conversions, the prepass of the mma.sync gW, fwd_finalize, norm_bwd) stays here.
+ * them (conversions, the prepass of the mma.sync gW, fwd_finalize, norm_bwd, norm_stats) stays
+ * here.
  *
  * Design. Every GEMM kernel streams K in stages: cp.async copies the raw tiles into shared
  * memory, one pass turns them into the operand tiles (GELU of x and y, tf32 rounding,
@@ -429,20 +430,18 @@ __global__ void __launch_bounds__(128) fwd_finalize(const C *o, Tout *out, C *__
  * the grade, one row per block; go may be o. r from norms when given, else from the forward
  * partials. FROM_OUT: v is the forward's output out = o / r instead of o (Tv its type), and
  * with dot'_g = sum gout_A out_A = dot_g / r_g the same go is gout_A / r_g - dot'_g sign(t_g)
- * s_A out_A / (N_out r_g): the backward then needs no recomputed o. With stats, the row's
- * 1 / r_g and coefficient coef_g (go_A = gout_A / r_g - coef_g sign(t_g) s_A v_A) go there, (B,
- * 2 G), instead of go: the Hopper backward forms go as it transposes it (fcgp_sm90a.cu), and
- * row0 + the block index is the row (a slice of the batch). */
+ * s_A out_A / (N_out r_g): the backward then needs no recomputed o. The Hopper backward takes
+ * only the row statistics (1 / r_g and coef_g = dot'_g / (N_out r_g), or dot_g / (N_out r_g^3)
+ * from o) from norm_stats below and forms go as it transposes it (fcgp_sm90a.cu). */
 template <int ID, class C, class Tv, class Tg, class Tio, bool FROM_OUT>
 __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__restrict__ gout,
                                                 const C *__restrict__ norms, const C *__restrict__ partial, int nparts,
-                                                Tg *go, int64_t B, int64_t No, C *__restrict__ stats = nullptr,
-                                                int64_t row0 = 0)
+                                                Tg *go, int64_t B, int64_t No)
 {
     using A = AlgebraTraits<ID>;
     constexpr int D = A::D, G = A::G;
     __shared__ C red[4 * G];
-    const int64_t b = row0 + blockIdx.x;
+    const int64_t b = blockIdx.x;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     C inv[G], dot[G];
 #pragma unroll
@@ -499,15 +498,6 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
 #pragma unroll
     for (int g = 0; g < G; ++g)
         coef[g] = No > 0 ? dot[g] * inv[g] * (FROM_OUT ? C(1) : inv[g] * inv[g]) / (C)No : C(0);
-    if (stats) {
-        if (threadIdx.x == 0)
-#pragma unroll
-            for (int g = 0; g < G; ++g) {
-                stats[b * 2 * G + g] = inv[g];
-                stats[b * 2 * G + G + g] = coef[g];
-            }
-        return;
-    }
     /* go at feature m from the row's gout and v there (gv, v: registers) */
     auto finish = [&](int64_t m, const C(&gv)[D], const C(&v)[D]) {
         C t[G];
@@ -537,6 +527,89 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
         C gv[D], v[D];
         load_at(m, gv, v);
         finish(m, gv, v);
+    }
+}
+
+/* norm_stats' elements a lane a load: 16 bytes of the wider of the two types */
+template <class Tv, class Tg> __host__ __device__ constexpr int stats_run()
+{
+    return 16 / (sizeof(Tv) > sizeof(Tg) ? sizeof(Tv) : sizeof(Tg));
+}
+
+/* V elements from p (aligned to their size when V > 1), in the compute type */
+template <int V, class T, class C>
+__device__ __forceinline__ void load_run(const T *p, C (&out)[V])
+{
+    struct alignas(V * sizeof(T)) Run {
+        T e[V];
+    };
+    const Run r = *(const Run *)p;
+#pragma unroll
+    for (int k = 0; k < V; ++k)
+        out[k] = load<T>(r.e[k]);
+}
+
+/* The norm backward's row statistics alone (B, 2 G: 1 / r_g, then coef_g, as norm_bwd forms
+ * them), for rows [row0, row0 + n), one row a warp: the Hopper backward's statistics pass (stats_rows), which forms no
+ * go. VEC: stats_run elements a lane a load (N_out a multiple of them, both arrays aligned to
+ * their size), else one. Each row's dots are summed in a fixed order (a lane's runs, then the
+ * warp's xor tree) whatever the rows around it, so slicing the batch changes no bit. norm_bwd
+ * with a statistics output did this until session 25, one element a thread and a row's first
+ * rounds held in registers for a second pass that call never made: 2.1 TB/s at Cl(3,0) fp32,
+ * 1.3-1.5 TB/s in bf16 (H100, NOTES_FCGP.md). */
+template <int ID, class C, class Tv, class Tio, bool FROM_OUT, bool VEC>
+__global__ void __launch_bounds__(256) norm_stats(const Tv *__restrict__ v_in, const Tio *__restrict__ gout,
+                                                  const C *__restrict__ norms, const C *__restrict__ partial,
+                                                  int nparts, int64_t B, int64_t No, C *__restrict__ stats,
+                                                  int64_t row0, int64_t n)
+{
+    using A = AlgebraTraits<ID>;
+    constexpr int D = A::D, G = A::G, V = VEC ? stats_run<Tv, Tio>() : 1;
+    const int lane = threadIdx.x % 32;
+    const int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (r >= n)
+        return; /* the whole warp: no shuffle below misses a lane */
+    const int64_t b = row0 + r;
+    C dot[G] = {};
+    for (int64_t m = (int64_t)lane * V; m < No; m += 32 * V) {
+        C gv[D][V], vv[D][V];
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value;
+            const int64_t i = ((int64_t)a * B + b) * No + m;
+            load_run<V>(gout + i, gv[a]);
+            load_run<V>(v_in + i, vv[a]);
+        });
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value, g = A::table.grade[a];
+#pragma unroll
+            for (int k = 0; k < V; ++k)
+                dot[g] += gv[a][k] * vv[a][k];
+        });
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], off);
+    }
+    if (lane != 0)
+        return;
+#pragma unroll
+    for (int g = 0; g < G; ++g) { /* as norm_bwd */
+        C rg;
+        if (norms) {
+            rg = norms[b * G + g];
+        } else {
+            C q = 0;
+            for (int s = 0; s < nparts; ++s)
+                q += partial[((int64_t)s * B + b) * G + g];
+            if (No > 0)
+                q /= (C)No;
+            rg = sqrt(q + (C)FC_NORM_EPS);
+        }
+        const C inv = C(1) / rg;
+        stats[b * 2 * G + g] = inv;
+        stats[b * 2 * G + G + g] = No > 0 ? dot[g] * inv * (FROM_OUT ? C(1) : inv * inv) / (C)No : C(0);
     }
 }
 
@@ -1066,7 +1139,7 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         if (hopper)
             L.wt = bp.take(sm90::workspace_bytes(a, MODE, sizeof(E)));
         if (backward && sm90_bwd_planned(a)) {
-            if (a->normalize) /* the norm backward's row statistics (norm_bwd) */
+            if (a->normalize) /* the norm backward's row statistics (norm_stats) */
                 L.stats = bp.take((size_t)(B * 2 * G) * sizeof(C));
             if constexpr (SM90_TYPES)
                 L.bw90 = bp.take(sm90::bwd_workspace_bytes(a, MODE, sizeof(E)));
@@ -1194,8 +1267,8 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         return FC_OK;
     }
 
-    /* norm_bwd's row statistics of rows [b0, b0 + n), from v (out, or the recomputed o with the
-     * forward's partials), for sm90::BwdInputs::stats_rows */
+    /* the norm backward's row statistics of rows [b0, b0 + n) (norm_stats), from v (out, or the
+     * recomputed o with the forward's partials), for sm90::BwdInputs::stats_rows */
     struct StatsJob {
         const fc_args *a;
         const void *v;
@@ -1207,15 +1280,19 @@ template <int ID, class E, int MODE, class Tio> struct Op {
     static fc_status stats_rows(const void *ctx, int64_t b0, int64_t n, cudaStream_t st)
     {
         const StatsJob &j = *(const StatsJob *)ctx;
-        norm_bwd<ID, C, Tv, E, Tio, FROM_OUT><<<(unsigned)n, 128, 0, st>>>(
-            (const Tv *)j.v, (const Tio *)j.a->grad_out, (const C *)j.a->norms, j.part, j.parts, (E *)nullptr,
-            j.a->B, j.a->N_out, j.stats, b0);
+        constexpr int V = stats_run<Tv, Tio>();
+        const bool vec = j.a->N_out % V == 0 && (uintptr_t)j.v % (V * sizeof(Tv)) == 0 &&
+                         (uintptr_t)j.a->grad_out % (V * sizeof(Tio)) == 0;
+        const unsigned grid = (unsigned)((n + 7) / 8); /* a row a warp, 8 warps a block */
+        (vec ? norm_stats<ID, C, Tv, Tio, FROM_OUT, true> : norm_stats<ID, C, Tv, Tio, FROM_OUT, false>)
+            <<<grid, 256, 0, st>>>((const Tv *)j.v, (const Tio *)j.a->grad_out, (const C *)j.a->norms, j.part,
+                                   j.parts, j.a->B, j.a->N_out, j.stats, b0, n);
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     }
 
     /* The Hopper backward: with the norm, v is out (or o recomputed as the forward made it) and
-     * the norm's row statistics come from norm_bwd, which sm90::backward runs slice by slice just
+     * the norm's row statistics come from norm_stats, which sm90::backward runs slice by slice just
      * before go^T's transpose of each slice (stats_rows), then the three gradients. */
     static fc_status sm90_backward(const fc_args *a, const E *x, const E *y, const E *w, const Layout &L, char *ws,
                                    cudaStream_t st)

@@ -724,7 +724,7 @@ __device__ __forceinline__ void go_of(const float (&gv)[AlgebraTraits<ID>::D], c
  * go_of); without the norm go = gout. Zeros from B to Bp and from N_out to Nor. 32 x 32 tiles of
  * all D components through shared memory: the loads go along grad_out's rows, the stores along
  * the panels (got_store). The grid's row blocks start at row r0 of the chunk (a multiple of 32):
- * the backward transposes a chunk in slices, each right after norm_bwd formed its statistics
+ * the backward transposes a chunk in slices, each right after norm_stats formed its statistics
  * (go_slice_rows). */
 template <int ID, int MODE, class Tv, class Tg>
 __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, const Tg *__restrict__ gout,
@@ -764,11 +764,11 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
 
 namespace {
 
-/* The rows of each slice of a chunk's go^T transpose, where fcgp.cu's norm_bwd forms the norm's
+/* The rows of each slice of a chunk's go^T transpose, where fcgp.cu's norm_stats forms the norm's
  * statistics slice by slice just before it (BwdInputs::stats_rows), in whole 32-row blocks: by
  * default the chunk in one slice. Slices small enough that the transpose reads grad_out and out
- * back from L2 made it faster, and norm_bwd, whose one-row blocks then fill the GPU only once
- * or less, slower by as much (H100, B 4096, N 512, NOTES_FCGP.md session 24: Cl(3,0) tf32 63 +
+ * back from L2 made it faster, and the statistics pass (then norm_bwd, one row a block), whose
+ * grid then filled the GPU only once or less, slower by as much (H100, B 4096, N 512, NOTES_FCGP.md session 24: Cl(3,0) tf32 63 +
  * 67 us at a chunk, 77 + 54 at 512 rows, 72 + 57 at 1024); go_rows_setting sets them. */
 int64_t go_slice_rows(int64_t Bc)
 {

@@ -87,8 +87,8 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * hold them, gW's xg^T, yg^T span half the batch. `in`: x, y, w the inputs in the operand type
  * (converted copies for fp32 data with bf16 products); v the forward's out (v_bytes: the data
  * type's size) or the recomputed o (fp32, v_bytes 4), and stats (B, 2 G: 1 / r_g, then the norm
- * backward's coefficient, per row: fcgp.cu's norm_bwd), both NULL without the norm. stats_rows,
- * when not NULL, forms rows [b0, b0 + n) of stats (norm_bwd, given stats_ctx): the backward
+ * backward's coefficient, per row: fcgp.cu's norm_stats), both NULL without the norm. stats_rows,
+ * when not NULL, forms rows [b0, b0 + n) of stats (norm_stats, given stats_ctx): the backward
  * calls it for each slice of a chunk (go_rows_setting; by default the whole chunk) just before
  * go^T's transpose of those rows; NULL: stats hold every row already. grad_out and
  * the gradients are the args' (data type; grad_x, grad_y and grad_weight NULL when not wanted);
