@@ -127,24 +127,40 @@ template <class T> __device__ __forceinline__ typename Compute<T>::type gate_gra
         return gelu_gate_grad(t);
 }
 
-/* MVGELU at one position (the FCGP gz kernels' epilogues, which form xg and yg so instead of
- * reading copies a prepass wrote): v_a = x_a Phi(x_0) in the compute type, components cs
- * apart; without the gate v = x. */
+/* The D components of one position, components cs apart, in the compute type. */
+template <int D, class E, class C>
+__device__ __forceinline__ void load_comps(const E *__restrict__ x, int64_t cs, C (&v)[D])
+{
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        v[a] = load<E>(x[a * cs]);
+}
+
+/* MVGELU at one position from its components xr: v_a = x_a Phi(x_0); without the gate v = x. */
+template <int D, class C> __device__ __forceinline__ void gelu_of(int gate, const C (&xr)[D], C (&v)[D])
+{
+    const C ph = gate ? gelu_gate(xr[0]) : C(1);
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        v[a] = xr[a] * ph;
+}
+
+/* ... loaded from x (the FCGP gz kernels' epilogues, which form xg and yg so instead of reading
+ * copies a prepass wrote), components cs apart. */
 template <int D, class E, class C>
 __device__ __forceinline__ void gelu_at(int gate, const E *__restrict__ x, int64_t cs, C (&v)[D])
 {
-    const C ph = gate ? gelu_gate(load<E>(x[0])) : C(1);
-#pragma unroll
-    for (int a = 0; a < D; ++a)
-        v[a] = load<E>(x[a * cs]) * ph;
+    C xr[D];
+    load_comps(x, cs, xr);
+    gelu_of(gate, xr, v);
 }
 
-/* The MVGELU backward at one position (the FCGP gz kernels): t = dL/dxg (D values), x and g = dL/dx at component
- * stride cs. g_a = t_a Phi(x_0), plus phi(x_0) sum_b t_b x_b at a = 0; without the gate
- * (the plain product) g = t, and x is not read. */
-template <int D, class E, class C, class Tout>
-__device__ __forceinline__ void gate_backward(int gate, const C (&t)[D], const E *__restrict__ x,
-                                              Tout *__restrict__ g, int64_t cs)
+/* The MVGELU backward at one position (the FCGP gz kernels): t = dL/dxg (D values), xr the
+ * position's x, g = dL/dx at component stride cs. g_a = t_a Phi(x_0), plus phi(x_0) sum_b t_b x_b
+ * at a = 0; without the gate (the plain product) g = t, and xr is not read. */
+template <int D, class C, class Tout>
+__device__ __forceinline__ void gate_backward_of(int gate, const C (&t)[D], const C (&xr)[D], Tout *__restrict__ g,
+                                                 int64_t cs)
 {
     if (!gate) {
 #pragma unroll
@@ -152,14 +168,25 @@ __device__ __forceinline__ void gate_backward(int gate, const C (&t)[D], const E
             g[a * cs] = store<Tout>(t[a]);
         return;
     }
-    const C x0 = load<E>(x[0]), ph = gelu_gate(x0), dph = gelu_gate_grad(x0);
+    const C x0 = xr[0], ph = gelu_gate(x0), dph = gelu_gate_grad(x0);
     C s0 = 0;
 #pragma unroll
     for (int a = 0; a < D; ++a)
-        s0 += t[a] * load<E>(x[a * cs]);
+        s0 += t[a] * xr[a];
 #pragma unroll
     for (int a = 0; a < D; ++a)
         g[a * cs] = store<Tout>(t[a] * ph + (a == 0 ? s0 * dph : C(0)));
+}
+
+/* ... with x loaded (at the same stride) only where the gate needs it. */
+template <int D, class E, class C, class Tout>
+__device__ __forceinline__ void gate_backward(int gate, const C (&t)[D], const E *__restrict__ x,
+                                              Tout *__restrict__ g, int64_t cs)
+{
+    C xr[D] = {};
+    if (gate)
+        load_comps(x, cs, xr);
+    gate_backward_of(gate, t, xr, g, cs);
 }
 
 /* The 32-bit shared-window address of a pointer into shared memory (cp.async, ldmatrix,

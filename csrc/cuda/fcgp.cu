@@ -530,7 +530,7 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
     }
 }
 
-/* norm_stats' elements a lane a load: 16 bytes of the wider of the two types */
+/* norm_stats' elements a thread a load: 16 bytes of the wider of the two types */
 template <class Tv, class Tg> __host__ __device__ constexpr int stats_run()
 {
     return 16 / (sizeof(Tv) > sizeof(Tg) ? sizeof(Tv) : sizeof(Tg));
@@ -550,28 +550,27 @@ __device__ __forceinline__ void load_run(const T *p, C (&out)[V])
 }
 
 /* The norm backward's row statistics alone (B, 2 G: 1 / r_g, then coef_g, as norm_bwd forms
- * them), for rows [row0, row0 + n), one row a warp: the Hopper backward's statistics pass (stats_rows), which forms no
- * go. VEC: stats_run elements a lane a load (N_out a multiple of them, both arrays aligned to
- * their size), else one. Each row's dots are summed in a fixed order (a lane's runs, then the
- * warp's xor tree) whatever the rows around it, so slicing the batch changes no bit. norm_bwd
- * with a statistics output did this until session 25, one element a thread and a row's first
- * rounds held in registers for a second pass that call never made: 2.1 TB/s at Cl(3,0) fp32,
- * 1.3-1.5 TB/s in bf16 (H100, NOTES_FCGP.md). */
+ * them), for rows [row0, row0 + gridDim.x), one row a block of 128: the Hopper backward's
+ * statistics pass (stats_rows), which forms no go. VEC: stats_run elements a thread a load (N_out
+ * a multiple of them, both arrays aligned to their size), else one, so at N_out 512 a thread's
+ * loads of every component go out together. Each row's dots are summed in a fixed order (a
+ * thread's runs, the warps' xor trees, the four warps in order) whatever the rows around it, so
+ * slicing the batch changes no bit. Until session 25 norm_bwd formed these, one element a thread
+ * (2.1 TB/s at Cl(3,0) fp32, 1.3-1.5 TB/s in bf16 on the H100); one row a warp, with 16-byte runs,
+ * then ran at 16 warps an SM, latency-bound (NOTES_FCGP.md). */
 template <int ID, class C, class Tv, class Tio, bool FROM_OUT, bool VEC>
-__global__ void __launch_bounds__(256) norm_stats(const Tv *__restrict__ v_in, const Tio *__restrict__ gout,
+__global__ void __launch_bounds__(128) norm_stats(const Tv *__restrict__ v_in, const Tio *__restrict__ gout,
                                                   const C *__restrict__ norms, const C *__restrict__ partial,
                                                   int nparts, int64_t B, int64_t No, C *__restrict__ stats,
-                                                  int64_t row0, int64_t n)
+                                                  int64_t row0)
 {
     using A = AlgebraTraits<ID>;
-    constexpr int D = A::D, G = A::G, V = VEC ? stats_run<Tv, Tio>() : 1;
-    const int lane = threadIdx.x % 32;
-    const int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (r >= n)
-        return; /* the whole warp: no shuffle below misses a lane */
-    const int64_t b = row0 + r;
+    constexpr int D = A::D, G = A::G, V = VEC ? stats_run<Tv, Tio>() : 1, WARPS = 4;
+    __shared__ C red[WARPS][G];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int64_t b = row0 + blockIdx.x;
     C dot[G] = {};
-    for (int64_t m = (int64_t)lane * V; m < No; m += 32 * V) {
+    for (int64_t m = (int64_t)threadIdx.x * V; m < No; m += 32 * WARPS * V) {
         C gv[D][V], vv[D][V];
         static_for<D>([&](auto ac) {
             constexpr int a = decltype(ac)::value;
@@ -591,11 +590,18 @@ __global__ void __launch_bounds__(256) norm_stats(const Tv *__restrict__ v_in, c
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1)
             dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], off);
+        if (lane == 0)
+            red[warp][g] = dot[g];
     }
-    if (lane != 0)
+    __syncthreads();
+    if (threadIdx.x != 0)
         return;
 #pragma unroll
     for (int g = 0; g < G; ++g) { /* as norm_bwd */
+        C d = 0;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w)
+            d += red[w][g];
         C rg;
         if (norms) {
             rg = norms[b * G + g];
@@ -609,7 +615,7 @@ __global__ void __launch_bounds__(256) norm_stats(const Tv *__restrict__ v_in, c
         }
         const C inv = C(1) / rg;
         stats[b * 2 * G + g] = inv;
-        stats[b * 2 * G + G + g] = No > 0 ? dot[g] * inv * (FROM_OUT ? C(1) : inv * inv) / (C)No : C(0);
+        stats[b * 2 * G + G + g] = No > 0 ? d * inv * (FROM_OUT ? C(1) : inv * inv) / (C)No : C(0);
     }
 }
 
@@ -1283,10 +1289,9 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         constexpr int V = stats_run<Tv, Tio>();
         const bool vec = j.a->N_out % V == 0 && (uintptr_t)j.v % (V * sizeof(Tv)) == 0 &&
                          (uintptr_t)j.a->grad_out % (V * sizeof(Tio)) == 0;
-        const unsigned grid = (unsigned)((n + 7) / 8); /* a row a warp, 8 warps a block */
         (vec ? norm_stats<ID, C, Tv, Tio, FROM_OUT, true> : norm_stats<ID, C, Tv, Tio, FROM_OUT, false>)
-            <<<grid, 256, 0, st>>>((const Tv *)j.v, (const Tio *)j.a->grad_out, (const C *)j.a->norms, j.part,
-                                   j.parts, j.a->B, j.a->N_out, j.stats, b0, n);
+            <<<(unsigned)n, 128, 0, st>>>((const Tv *)j.v, (const Tio *)j.a->grad_out, (const C *)j.a->norms,
+                                          j.part, j.parts, j.a->B, j.a->N_out, j.stats, b0);
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     }

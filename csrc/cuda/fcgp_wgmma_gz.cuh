@@ -261,21 +261,35 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         else
             run(I1{}, I1{});
     }
+    /* this CTA's share of the tile's positions, in rounds of the consumer threads. Their x, y
+     * are loaded here, before the barriers that wait for every G to be staged: loaded in each
+     * round after its G, they were three trips to memory a round, one after another (x and y,
+     * x again in the gate's backward), a quarter of the epilogue's stall samples */
+    constexpr int SHARE = C::POS / C::GROUPS, ROUNDS = SHARE / kConsumerThreads;
+    static_assert(SHARE % kConsumerThreads == 0, "whole rounds of positions");
+    const int64_t BNi = cs;
+    float xr[ROUNDS][D], yr[ROUNDS][D];
+#pragma unroll
+    for (int i = 0; i < ROUNDS; ++i) {
+        const int pos = grp * SHARE + i * kConsumerThreads + tid, row = pos / C::BN, col = pos % C::BN;
+        const int64_t b = m0 + row, n = n0 + col;
+        if (b < B && n < Ni) {
+            load_comps(x + b * Ni + n, BNi, xr[i]);
+            load_comps(y + b * Ni + n, BNi, yr[i]);
+        }
+    }
     consumers_sync();
     if constexpr (C::GROUPS > 1)
         tma::cluster_sync(); /* every CTA's G staged and visible across the cluster */
 
-    /* this CTA's share of the tile's positions, each from the G of every pair: group r's from
-     * CTA r's shared memory (distributed shared memory; this CTA's own too) */
+    /* each position from the G of every pair: group r's from CTA r's shared memory (distributed
+     * shared memory; this CTA's own too) */
     uint32_t gbase[C::GROUPS];
 #pragma unroll
     for (int r = 0; r < C::GROUPS; ++r)
         gbase[r] = C::GROUPS == 1 ? 0u : tma::cluster_addr(sG, r);
-    const int64_t BNi = cs;
-    constexpr int SHARE = C::POS / C::GROUPS;
-    static_assert(SHARE % kConsumerThreads == 0, "whole rounds of positions");
-#pragma unroll /* so that the loads of the rounds' x, y can overlap */
-    for (int i = 0; i < SHARE / kConsumerThreads; ++i) {
+#pragma unroll
+    for (int i = 0; i < ROUNDS; ++i) {
         const int pos = grp * SHARE + i * kConsumerThreads + tid, row = pos / C::BN, col = pos % C::BN;
         const int64_t b = m0 + row, n = n0 + col;
         if (b >= B || n >= Ni)
@@ -292,8 +306,8 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         });
         const int64_t off = b * Ni + n;
         float xv[D], yv[D], tx[D] = {}, ty[D] = {};
-        gelu_at(gate, x + off, BNi, xv); /* xg, yg */
-        gelu_at(gate, y + off, BNi, yv);
+        gelu_of(gate, xr[i], xv); /* xg, yg */
+        gelu_of(gate, yr[i], yv);
         static_for<A::T>([&](auto tc) {
             constexpr fc_term e = A::table.term[decltype(tc)::value];
             constexpr int q = Plans<ID>::pair.term_pair[decltype(tc)::value];
@@ -302,9 +316,9 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
             ty[e.k] += float(e.sign) * xv[e.i] * gv;
         });
         if (gx)
-            gate_backward(gate, tx, x + off, gx + off, BNi);
+            gate_backward_of(gate, tx, xr[i], gx + off, BNi);
         if (gy)
-            gate_backward(gate, ty, y + off, gy + off, BNi);
+            gate_backward_of(gate, ty, yr[i], gy + off, BNi);
     }
     if constexpr (C::GROUPS > 1)
         tma::cluster_sync(); /* the other CTA has read this one's G: its shared memory may go */
