@@ -395,6 +395,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
+/* A row's grade-g norm r_g: the forward's saved norms when given, else sqrt(sum of the nparts
+ * partial sums (each (B, G)) / N_out + eps), as the forward forms it. */
+template <class C>
+__device__ __forceinline__ C row_norm(const C *norms, const C *partial, int nparts, int64_t B, int64_t b, int G, int g,
+                                      int64_t No)
+{
+    if (norms)
+        return norms[b * G + g];
+    C q = 0;
+    for (int s = 0; s < nparts; ++s)
+        q += partial[((int64_t)s * B + b) * G + g];
+    if (No > 0)
+        q /= (C)No;
+    return sqrt(q + (C)FC_NORM_EPS);
+}
+
 /* out = o / r_g per row, r_g = sqrt(sum of the nparts partials / N_out + eps); o may be out. */
 template <int ID, class C, class Tout>
 __global__ void __launch_bounds__(128) fwd_finalize(const C *o, Tout *out, C *__restrict__ norms,
@@ -406,12 +422,7 @@ __global__ void __launch_bounds__(128) fwd_finalize(const C *o, Tout *out, C *__
     C inv[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-        C q = 0;
-        for (int s = 0; s < nparts; ++s)
-            q += partial[((int64_t)s * B + b) * G + g];
-        if (No > 0)
-            q /= (C)No;
-        const C r = sqrt(q + (C)FC_NORM_EPS);
+        const C r = row_norm<C>(nullptr, partial, nparts, B, b, G, g, No);
         inv[g] = C(1) / r;
         if (norms && threadIdx.x == 0)
             norms[b * G + g] = r;
@@ -446,18 +457,7 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
     C inv[G], dot[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-        C r;
-        if (norms) {
-            r = norms[b * G + g];
-        } else {
-            C q = 0;
-            for (int s = 0; s < nparts; ++s)
-                q += partial[((int64_t)s * B + b) * G + g];
-            if (No > 0)
-                q /= (C)No;
-            r = sqrt(q + (C)FC_NORM_EPS);
-        }
-        inv[g] = C(1) / r;
+        inv[g] = C(1) / row_norm(norms, partial, nparts, B, b, G, g, No);
         dot[g] = 0;
     }
     /* gout and v of the row at feature m */
@@ -597,23 +597,12 @@ __global__ void __launch_bounds__(128) norm_stats(const Tv *__restrict__ v_in, c
     if (threadIdx.x != 0)
         return;
 #pragma unroll
-    for (int g = 0; g < G; ++g) { /* as norm_bwd */
+    for (int g = 0; g < G; ++g) {
         C d = 0;
 #pragma unroll
         for (int w = 0; w < WARPS; ++w)
             d += red[w][g];
-        C rg;
-        if (norms) {
-            rg = norms[b * G + g];
-        } else {
-            C q = 0;
-            for (int s = 0; s < nparts; ++s)
-                q += partial[((int64_t)s * B + b) * G + g];
-            if (No > 0)
-                q /= (C)No;
-            rg = sqrt(q + (C)FC_NORM_EPS);
-        }
-        const C inv = C(1) / rg;
+        const C inv = C(1) / row_norm(norms, partial, nparts, B, b, G, g, No);
         stats[b * 2 * G + g] = inv;
         stats[b * 2 * G + G + g] = No > 0 ? d * inv * (FROM_OUT ? C(1) : inv * inv) / (C)No : C(0);
     }
