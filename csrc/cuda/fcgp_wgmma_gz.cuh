@@ -264,7 +264,8 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
     /* this CTA's share of the tile's positions, in rounds of the consumer threads. Their x, y
      * are loaded here, before the barriers that wait for every G to be staged: loaded in each
      * round after its G, they were three trips to memory a round, one after another (x and y,
-     * x again in the gate's backward), a quarter of the epilogue's stall samples */
+     * x again in the gate's backward), a quarter of the epilogue's stall samples (H100, B 4096,
+     * N 512, NOTES_FCGP.md session 25: gz 215 -> 192 us at Cl(2,0) tf32, 478 -> 471 Cl(3,0)) */
     constexpr int SHARE = C::POS / C::GROUPS, ROUNDS = SHARE / kConsumerThreads;
     static_assert(SHARE % kConsumerThreads == 0, "whole rounds of positions");
     const int64_t BNi = cs;
