@@ -768,8 +768,9 @@ namespace {
  * statistics slice by slice just before it (BwdInputs::stats_rows), in whole 32-row blocks: by
  * default the chunk in one slice. Slices small enough that the transpose reads grad_out and out
  * back from L2 made it faster, and the statistics pass (then norm_bwd, one row a block), whose
- * grid then filled the GPU only once or less, slower by as much (H100, B 4096, N 512, NOTES_FCGP.md session 24: Cl(3,0) tf32 63 +
- * 67 us at a chunk, 77 + 54 at 512 rows, 72 + 57 at 1024); go_rows_setting sets them. */
+ * grid then filled the GPU only once or less, slower by as much (H100, B 4096, N 512,
+ * NOTES_FCGP.md session 24: Cl(3,0) tf32 63 + 67 us at a chunk, 77 + 54 at 512 rows, 72 + 57 at
+ * 1024); go_rows_setting sets them. */
 int64_t go_slice_rows(int64_t Bc)
 {
     const int64_t whole = cdiv(Bc, 32) * 32, n = go_rows_setting();

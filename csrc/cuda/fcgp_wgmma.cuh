@@ -473,11 +473,11 @@ __device__ __forceinline__ long long global_ns()
 }
 
 /* The row-block handshake of the forward's epilogue norm (fwd_tma_kernel), by a tile's thread 0
- * once its partials are visible to every SM: count the tile into *count of n and, unless it completed the count
- * (kTileLast), wait at most wait_ns for the count to be whole: kTileWhole (its state released as
- * such: the last tile need not finish it) or kTileGaveUp (the caller releases that state once
- * whatever the last tile needs of it is written). No tile waits without bound on one that may not
- * be resident. */
+ * once its partials are visible to every SM: count the tile into *count of n and, unless it
+ * completed the count (kTileLast), wait at most wait_ns for the count to be whole: kTileWhole
+ * (its state released as such: the last tile need not finish it) or kTileGaveUp (the caller
+ * releases that state once whatever the last tile needs of it is written). No tile waits without
+ * bound on one that may not be resident. */
 enum { kTileWhole = 1, kTileGaveUp = 2, kTileLast = 3 };
 __device__ __forceinline__ int tile_arrive(int *count, int n, int *state, long long wait_ns)
 {
