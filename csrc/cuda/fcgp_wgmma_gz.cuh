@@ -20,8 +20,9 @@
  * cluster of GROUPS = 2 CTAs shares a 32-column tile instead: CTA r computes the pairs of
  * components [r D/2, (r+1) D/2) (grades 0, 1 or 2, 3), bringing only those components of go and
  * only its grades' paths of W (8 + 10 KB a step where one CTA over 16 columns and all pairs
- * brought 16 + 10), then both stage their G in shared memory and each finishes half the tile's
- * positions reading the other's G through distributed shared memory. Inside a CTA, warpgroup w
+ * brought 16 + 10), then each finishes half the tile's positions: both stage their G, the rows
+ * the other CTA finishes into its shared memory (distributed shared memory stores), so that
+ * every G read of the epilogue is local. Inside a CTA, warpgroup w
  * takes half its components and their pairs, every pair's accumulators at the same positions,
  * BN / 2 fp32 a pair and thread. Each thread finishes positions as fcgp.cu's gz_kernel does,
  * forming xg, yg from x, y there (no gated copies in memory). A third, producer warpgroup
@@ -218,7 +219,11 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         return;
     }
     wg::setmaxnreg_inc<kConsumerRegs>();
-    float *sG = (float *)smem; /* after the K loop, over the ring: G[pair - grp QG][row GS + column] */
+    /* after the K loop, over the ring: G[pair][row - RL r][column] (rows GS floats apart) in CTA
+     * r, for the RL rows whose positions that CTA finishes, every pair's */
+    const uint32_t sG = smem_u32(smem);
+    constexpr int RL = C::BM / C::GROUPS;
+    static_assert(RL % 16 == 0, "a warp's 16 rows lie in one CTA's share");
 
     /* the K loop and the staging of G for one (group, warpgroup): each has its own accumulator
      * array, cut into its own components' runs (one wgmma's accumulators are one run of registers) */
@@ -234,19 +239,34 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
 #pragma unroll
         for (int ql = 0; ql < C::QW; ++ql)
             wg::fence_operands(acc[ql]);
-        /* both warpgroups are past their last step (and so every copy has landed and been read):
-         * barrier 1 over the CTA's 256 threads, each warpgroup reaching it from its own code, so
-         * the non-.aligned form (bar.sync is barrier.sync.aligned: one instruction for all) */
-        asm volatile("barrier.sync 1, 256;\n" ::: "memory");
-        /* acc[ql][4c + 2h + e] is pair q0 + ql at row 16 warp + g + 8h, column 8c + 2t + e */
+        /* every warpgroup of the cluster is past its last step (and so every copy has landed and
+         * been read) before G goes over any CTA's ring: with one CTA, barrier 1 over its 256
+         * consumer threads, each warpgroup reaching it from its own code, so the non-.aligned
+         * form (bar.sync is barrier.sync.aligned: one instruction for all) */
+        if constexpr (C::GROUPS > 1)
+            tma::cluster_sync();
+        else
+            asm volatile("barrier.sync 1, 256;\n" ::: "memory");
+        /* acc[ql][4c + 2h + e] is pair q0 + ql at row 16 warp + g + 8h, column 8c + 2t + e: a
+         * warp's rows go to one CTA, this one's by shared store, the other's by distributed
+         * shared store, so that every G read below is local (reading the other CTA's G there,
+         * 22 loads a position through distributed shared memory, left the epilogue waiting) */
+        const int dst = 16 * warp / RL;
+        const bool mine = C::GROUPS == 1 || dst == GR;
+        auto stage = [&](uint32_t base, auto store) {
 #pragma unroll
-        for (int ql = 0; ql < nq; ++ql)
+            for (int ql = 0; ql < nq; ++ql)
 #pragma unroll
-            for (int c = 0; c < C::BN / 8; ++c)
+                for (int c = 0; c < C::BN / 8; ++c)
 #pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    *(float2 *)&sG[((q0 - GR * C::QG + ql) * C::BM + 16 * warp + g + 8 * h) * C::GS + 8 * c + 2 * t] =
-                        make_float2(acc[ql][4 * c + 2 * h], acc[ql][4 * c + 2 * h + 1]);
+                    for (int h = 0; h < 2; ++h)
+                        store(base + (((q0 + ql) * RL + 16 * warp - dst * RL + g + 8 * h) * C::GS + 8 * c + 2 * t) * 4,
+                              acc[ql][4 * c + 2 * h], acc[ql][4 * c + 2 * h + 1]);
+        };
+        if (mine)
+            stage(sG, [](uint32_t a, float u, float v) { sts_v2_f32(a, u, v); });
+        else if constexpr (C::GROUPS > 1)
+            stage(tma::cluster_addr(smem, (uint32_t)dst), [](uint32_t a, float u, float v) { tma::st_cluster_v2_f32(a, u, v); });
     };
     using I0 = std::integral_constant<int, 0>;
     using I1 = std::integral_constant<int, 1>;
@@ -262,12 +282,12 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
             run(I1{}, I1{});
     }
     /* this CTA's share of the tile's positions, in rounds of the consumer threads. Their x, y
-     * are loaded here, before the barriers that wait for every G to be staged: loaded in each
+     * are loaded here, before the barrier that waits for every G to be staged: loaded in each
      * round after its G, they were three trips to memory a round, one after another (x and y,
      * x again in the gate's backward), a quarter of the epilogue's stall samples (H100, B 4096,
      * N 512, NOTES_FCGP.md session 25: gz 215 -> 192 us at Cl(2,0) tf32, 478 -> 471 Cl(3,0)) */
     constexpr int SHARE = C::POS / C::GROUPS, ROUNDS = SHARE / kConsumerThreads;
-    static_assert(SHARE % kConsumerThreads == 0, "whole rounds of positions");
+    static_assert(SHARE % kConsumerThreads == 0 && SHARE == RL * C::BN, "whole rounds of the share's positions");
     const int64_t BNi = cs;
     float xr[ROUNDS][D], yr[ROUNDS][D];
 #pragma unroll
@@ -279,31 +299,22 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
             load_comps(y + b * Ni + n, BNi, yr[i]);
         }
     }
-    consumers_sync();
     if constexpr (C::GROUPS > 1)
-        tma::cluster_sync(); /* every CTA's G staged and visible across the cluster */
+        tma::cluster_sync(); /* every G staged, the other CTA's stores included, and visible */
+    else
+        consumers_sync();
 
-    /* each position from the G of every pair: group r's from CTA r's shared memory (distributed
-     * shared memory; this CTA's own too) */
-    uint32_t gbase[C::GROUPS];
-#pragma unroll
-    for (int r = 0; r < C::GROUPS; ++r)
-        gbase[r] = C::GROUPS == 1 ? 0u : tma::cluster_addr(sG, r);
+    /* each position from the G of every pair, all in this CTA's shared memory; after the barrier
+     * above no CTA touches another's, so none waits for the other before it exits */
 #pragma unroll
     for (int i = 0; i < ROUNDS; ++i) {
-        const int pos = grp * SHARE + i * kConsumerThreads + tid, row = pos / C::BN, col = pos % C::BN;
-        const int64_t b = m0 + row, n = n0 + col;
+        const int rl = (i * kConsumerThreads + tid) / C::BN, col = tid % C::BN;
+        const int64_t b = m0 + grp * RL + rl, n = n0 + col;
         if (b >= B || n >= Ni)
             continue;
         float gq[C::NP];
         static_for<C::NP>([&](auto q) {
-            constexpr int Q = decltype(q)::value;
-            if constexpr (C::GROUPS == 1) {
-                gq[Q] = __uint_as_float(lds_b32(smem_u32(sG) + ((Q * C::BM + row) * C::GS + col) * 4));
-            } else {
-                constexpr int r = Q / C::QG;
-                gq[Q] = tma::ld_cluster_f32(gbase[r] + (((Q - r * C::QG) * C::BM + row) * C::GS + col) * 4);
-            }
+            gq[decltype(q)::value] = __uint_as_float(lds_b32(sG + ((decltype(q)::value * RL + rl) * C::GS + col) * 4));
         });
         const int64_t off = b * Ni + n;
         float xv[D], yv[D], tx[D] = {}, ty[D] = {};
@@ -321,8 +332,6 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         if (gy)
             gate_backward_of(gate, ty, yr[i], gy + off, BNi);
     }
-    if constexpr (C::GROUPS > 1)
-        tma::cluster_sync(); /* the other CTA has read this one's G: its shared memory may go */
 }
 
 } // namespace sm90
