@@ -178,6 +178,11 @@ static PyObject *fcgp_sm90_fwd_wbulk(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_fwd_wbulk", fc_fcgp_sm90_fwd_wbulk_switch);
 }
+static PyObject *fcgp_sm90_bwd_pdl(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return switch_call(args, "|O:_fcgp_sm90_bwd_pdl", fc_fcgp_sm90_bwd_pdl_switch);
+}
 /* _fcgp_sm90_fwd_cluster(shape=-1): set the shape when shape >= 0; returns the setting */
 static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
 {
@@ -266,6 +271,13 @@ static PyMethodDef module_methods[] = {
      "n > 0 n rows in whole 32-row blocks (the transpose then reads grad_out and out back from L2, but the "
      "statistics pass fills the GPU less; measured no faster); bitwise the same result under each. rows >= 0 "
      "sets it; returns the setting. Process-wide; for tests and measurements."},
+    {"_fcgp_sm90_bwd_pdl", fcgp_sm90_bwd_pdl, METH_VARARGS,
+     "_fcgp_sm90_bwd_pdl(on=None)\n--\n\n"
+     "Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch, so that its "
+     "memory-bound passes of the next batch chunk start on the SMs the input gradient's last wave leaves "
+     "idle (on unless FLASHCLIFFORD_FCGP_BWD_PDL=0 at start-up; off: plain stream order, bitwise the same "
+     "result): None leaves it, True/False sets it; returns its state. Process-wide; for tests and "
+     "measurements."},
     {"_fcgp_sm90_fwd_cluster", fcgp_sm90_fwd_cluster, METH_VARARGS,
      "_fcgp_sm90_fwd_cluster(shape=-1)\n--\n\n"
      "The Hopper FCGP forward's cluster shape: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_CLUSTER at start-up "

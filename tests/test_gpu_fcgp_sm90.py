@@ -411,3 +411,46 @@ def test_backward_go_slices(go_rows_kept, alg, batch, n_in, n_out, mode):
             assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), rows
     for found in grads[0]:
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
+
+
+# The backward's kernels as one programmatic chain (_C._fcgp_sm90_bwd_pdl, on by default; pdl.cuh):
+# xg^T's transpose and the norm's statistics of a chunk may run beside the chunk before's gz, every
+# other kernel waits for the one before it. The same kernels do the same arithmetic either way, so
+# the gradients must be bitwise those of plain stream order: over two batch chunks (B 2085: xg^T,
+# yg^T in grad_x, grad_y's rows of each chunk; with gradients 4 bytes off a 16-byte boundary, in
+# the workspace instead), from the saved output and from the recomputed o, with go^T in slices of
+# 96 rows (statistics and transpose interleaved); and against the float64 einsum.
+@pytest.fixture
+def pdl_kept(go_rows_kept):
+    yield from _switched(fc._C._fcgp_sm90_bwd_pdl, True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out", GO_SLICE_SHAPES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
+    dtype, precision = FCGP_MODES[mode][:2]
+    prec = PRECISION_CODES[precision]
+    x, y, w, g = make_fcgp(alg, (batch,), n_in, n_out, dtype, seed_for(f"sm90-pdl/{alg.name}/{batch}/{mode}") % 997)
+    s = stream_handle()
+    out, norms = torch.empty_like(g), torch.empty(batch, alg.G, device="cuda")
+    fc._C.fcgp_forward(x, y, w, alg.id, True, prec, out=out, norms=norms, stream=s)
+
+    def off_by_4(t):
+        flat = torch.empty(t.numel() * t.element_size() + 16, dtype=torch.uint8, device="cuda")
+        return flat[4:4 + t.numel() * t.element_size()].view(t.dtype).view(t.shape)
+
+    def run(pdl, rows):
+        assert fc._C._fcgp_sm90_bwd_pdl(pdl) == pdl and fc._C._fcgp_sm90_bwd_go_rows(rows) == rows
+        from_o = fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, stream=s)
+        gx, gy, gw = off_by_4(x), off_by_4(y), torch.empty_like(w)
+        fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, out=out, grad_x=gx, grad_y=gy,
+                            grad_weight=gw, stream=s)
+        return (_grads(alg, x, y, w, g, precision), [torch.from_dlpack(t) for t in from_o], [gx, gy, gw])
+
+    runs = {(pdl, rows): run(pdl, rows) for pdl in (False, True) for rows in (0, 96)}
+    for rows in (0, 96):
+        for got, want in zip(runs[(True, rows)], runs[(False, rows)], strict=True):
+            assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), rows
+    for found in runs[(True, 0)]:
+        assert_fcgp([None, *found], x, y, w, g, alg, True, mode)

@@ -59,6 +59,7 @@
 #include "fcgp_plans.cuh"
 #include "fcgp_sm90a.h"
 #include "mma_ptx.cuh"
+#include "pdl.cuh"
 
 namespace fc {
 namespace fcgp {
@@ -568,6 +569,7 @@ __global__ void __launch_bounds__(128) norm_stats(const Tv *__restrict__ v_in, c
     using A = AlgebraTraits<ID>;
     constexpr int D = A::D, G = A::G, V = VEC ? stats_run<Tv, Tio>() : 1, WARPS = 4;
     __shared__ C red[WARPS][G];
+    pdl::free_start(); /* in the Hopper backward's chain (pdl.cuh): it writes only its rows' statistics */
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int64_t b = row0 + blockIdx.x;
     C dot[G] = {};
@@ -1273,15 +1275,15 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         C *stats;
     };
     template <class Tv, bool FROM_OUT>
-    static fc_status stats_rows(const void *ctx, int64_t b0, int64_t n, cudaStream_t st)
+    static fc_status stats_rows(const void *ctx, int64_t b0, int64_t n, cudaStream_t st, bool chained)
     {
         const StatsJob &j = *(const StatsJob *)ctx;
         constexpr int V = stats_run<Tv, Tio>();
         const bool vec = j.a->N_out % V == 0 && (uintptr_t)j.v % (V * sizeof(Tv)) == 0 &&
                          (uintptr_t)j.a->grad_out % (V * sizeof(Tio)) == 0;
-        (vec ? norm_stats<ID, C, Tv, Tio, FROM_OUT, true> : norm_stats<ID, C, Tv, Tio, FROM_OUT, false>)
-            <<<(unsigned)n, 128, 0, st>>>((const Tv *)j.v, (const Tio *)j.a->grad_out, (const C *)j.a->norms,
-                                          j.part, j.parts, j.a->B, j.a->N_out, j.stats, b0);
+        FC_CUDA_CHECK(pdl::launch(chained, vec ? norm_stats<ID, C, Tv, Tio, FROM_OUT, true> : norm_stats<ID, C, Tv, Tio, FROM_OUT, false>,
+                                  dim3((unsigned)n), dim3(128), 0, st, (const Tv *)j.v, (const Tio *)j.a->grad_out,
+                                  (const C *)j.a->norms, j.part, j.parts, j.a->B, j.a->N_out, j.stats, b0));
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     }

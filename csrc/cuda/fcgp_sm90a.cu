@@ -20,6 +20,7 @@
 #include "common.cuh"
 #include "fcgp_gw_sched.h"
 #include "mma_ptx.cuh" /* Mode */
+#include "pdl.cuh"
 
 #ifndef FC_SM90A
 #define FC_SM90A 0
@@ -155,6 +156,11 @@ std::atomic<long long> g_go_rows{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_ROWS; -1: not
  * at start-up, or set_go_rows, sets it. */
 long long go_rows_setting() { return env_number(g_go_rows, "FLASHCLIFFORD_FCGP_BWD_GO_ROWS", 0, 1L << 20, 0, 1); }
 void set_go_rows(long long rows) { g_go_rows.store(std::max<long long>(0, std::min<long long>(rows, 1LL << 20))); }
+namespace {
+std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream order */
+}
+bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
+void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }
 void set_fused_norm(bool on) { g_fwd_norm.store(on ? 1 : 0); }
 
@@ -438,6 +444,7 @@ __global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w,
     using E = Elem<MODE>;
     constexpr int V = 16 / sizeof(E);
     const int64_t n = P * Ni * Nop / V;
+    pdl::open(); /* the backward chain's first kernel (pdl.cuh): the next may start beside it */
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i * V / Nop, k = i * V - r * Nop;
         const int64_t slot = r / Ni, row = (int64_t)slots.path[slot] * Ni + (r - slot * Ni);
@@ -735,6 +742,7 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
     constexpr int D = AlgebraTraits<ID>::D, G = AlgebraTraits<ID>::G;
     __shared__ float tile[D][32][33];
     const int64_t b0 = r0 + (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32, Nor = got_rows(No);
+    pdl::waiting(); /* go^T's buffer is free once the chunk before's gz is done, and the statistics are formed */
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
@@ -800,11 +808,17 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)std::max(1, L.nslots) * sizeof(int), st));
 
     fc_status s;
+    /* the launches below, after the memset, as one programmatic chain (pdl.cuh): prep_wz, and for
+     * each chunk gelu_transpose and norm_stats (free: they touch nothing the chunk before still
+     * reads or writes, so they fill the SMs its gz's last wave leaves idle), go_transpose, gW and
+     * gz (waiting) */
+    pdl::Chain chain(bwd_pdl());
     if (need_xy) { /* W in slot order */
         constexpr int V = 16 / sizeof(E); /* prep_wz's piece */
         const bool vec = No % V == 0 && (uintptr_t)in.w % 16 == 0;
-        prep_wz<MODE><<<(unsigned)std::min<int64_t>(cdiv(Z::P * Ni * Nop / V, 256), 4096), 256, 0, st>>>(
-            (const E *)in.w, wz, Z::slots, Z::P, Ni, No, Nop, vec);
+        FC_CUDA_CHECK(pdl::launch(chain.next(), prep_wz<MODE>,
+                                  dim3((unsigned)std::min<int64_t>(cdiv(Z::P * Ni * Nop / V, 256), 4096)), dim3(256), 0,
+                                  st, (const E *)in.w, wz, Z::slots, (int64_t)Z::P, Ni, No, Nop, vec));
         FC_LAUNCH_CHECK(st);
     }
     /* gz over a chunk, KK wgmma K chunks a ring step: the maps' boxes are a step long, W's rows in
@@ -821,9 +835,10 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         if ((r = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Zk::P, Zk::KS, Zk::BN, Zk::PS, wsw)) != FC_OK ||
             (r = got_map(&om, got, ty, sizeof(E), KSB, Nor, Bp, D, Zk::KS / 8, Zk::BM / KSB, Zk::JG)) != FC_OK)
             return r;
-        kgz<<<dim3((unsigned)(cdiv(Ni, Zk::BN) * Zk::GROUPS), (unsigned)cdiv(rows, Zk::BM)), Zk::THREADS, Zk::SMEM, st>>>(
-            om, wm, x + b0 * Ni, y + b0 * Ni, gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows,
-            (int)Ni, (int)No, B * Ni, a->gate);
+        FC_CUDA_CHECK(pdl::launch(chain.next(), kgz, dim3((unsigned)(cdiv(Ni, Zk::BN) * Zk::GROUPS), (unsigned)cdiv(rows, Zk::BM)),
+                                  dim3(Zk::THREADS), Zk::SMEM, st, om, wm, x + b0 * Ni, y + b0 * Ni,
+                                  gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows, (int)Ni,
+                                  (int)No, B * Ni, (int)a->gate));
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     };
@@ -831,29 +846,11 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
 
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No, gcs = Bp * Nor;
-        /* go^T of the chunk */
-        const Tio *gout = (const Tio *)a->grad_out + b0 * No;
-        const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
-        /* each slice's statistics, then its go^T */
-        const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
-        for (int64_t r0 = 0; r0 < Bp; r0 += slice) {
-            const int64_t n = std::min(slice, Bp - r0);
-            if (in.stats_rows && r0 < rows &&
-                (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st)) != FC_OK)
-                return s;
-            const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
-            if (in.v && in.v_bytes == 4)
-                go_transpose<ID, MODE, float, Tio><<<tgrid, 256, 0, st>>>((const float *)in.v + b0 * No, gout,
-                                                                          stats, got, rows, No, Bp, cs, gcs, r0);
-            else
-                go_transpose<ID, MODE, Tio, Tio><<<tgrid, 256, 0, st>>>(
-                    in.v ? (const Tio *)in.v + b0 * No : nullptr, gout, stats, got, rows, No, Bp, cs, gcs, r0);
-            FC_LAUNCH_CHECK(st);
-        }
-
-        if (need_w) { /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws), then gW */
-            E *xgt, *ygt;
-            int64_t dcs; /* their component stride, in elements */
+        /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws) for gW, first: it and the
+         * statistics are the chunk's free kernels */
+        E *xgt = nullptr, *ygt = nullptr;
+        int64_t dcs = 0; /* their component stride, in elements */
+        if (need_w) {
             if (L.in_grads) {
                 xgt = (E *)((char *)a->grad_x + (size_t)(b0 * Ni) * sizeof(Tio));
                 ygt = (E *)((char *)a->grad_y + (size_t)(b0 * Ni) * sizeof(Tio));
@@ -862,9 +859,33 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 xgt = (E *)(p + L.xgt), ygt = (E *)(p + L.ygt);
                 dcs = gw_rows(Ni) * Bp;
             }
-            gelu_transpose<MODE, D><<<dim3((unsigned)(gw_rows(Ni) / 32), (unsigned)cdiv(Bp, 32), 2), 256, 0, st>>>(
-                x + b0 * Ni, y + b0 * Ni, xgt, ygt, rows, Ni, Bp, B * Ni, dcs, a->gate);
+            FC_CUDA_CHECK(pdl::launch(chain.next(), gelu_transpose<MODE, D>,
+                                      dim3((unsigned)(gw_rows(Ni) / 32), (unsigned)cdiv(Bp, 32), 2), dim3(256), 0, st,
+                                      x + b0 * Ni, y + b0 * Ni, xgt, ygt, rows, Ni, Bp, B * Ni, dcs, (int)a->gate));
             FC_LAUNCH_CHECK(st);
+        }
+
+        /* go^T of the chunk: each slice's statistics, then its go^T */
+        const Tio *gout = (const Tio *)a->grad_out + b0 * No;
+        const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
+        const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
+        for (int64_t r0 = 0; r0 < Bp; r0 += slice) {
+            const int64_t n = std::min(slice, Bp - r0);
+            if (in.stats_rows && r0 < rows &&
+                (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st, chain.next())) != FC_OK)
+                return s;
+            const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
+            if (in.v && in.v_bytes == 4)
+                FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, float, Tio>, tgrid, dim3(256), 0, st,
+                                          (const float *)in.v + b0 * No, gout, stats, got, rows, No, Bp, cs, gcs, r0));
+            else
+                FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, Tio, Tio>, tgrid, dim3(256), 0, st,
+                                          in.v ? (const Tio *)in.v + b0 * No : nullptr, gout, stats, got, rows, No, Bp,
+                                          cs, gcs, r0));
+            FC_LAUNCH_CHECK(st);
+        }
+
+        if (need_w) { /* gW of the chunk */
             /* xg^T, yg^T in stage order: rows of 256 bytes (8 of a tile's), a box one tile of 8
              * rows and the group's (XC) or all (D) components; go^T's panels likewise, rows of 8
              * N_out rows of a step (got_offset), a box NT / 8 of them (one step's NT columns) */
@@ -884,9 +905,10 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 using Wk = GwCfg<ID, MODE, decltype(kk)::value>;
                 auto kgw = gw_tma_kernel<ID, MODE, Tio, decltype(kk)::value>;
                 FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, Wk::SMEM));
-                kgw<<<(unsigned)sch.grid, Wk::THREADS, Wk::SMEM, st>>>(xm, ym, gm, sch, (float *)(p + L.slots), flags,
-                                                                       (int)c + 1, c > 0 ? wsum : nullptr,
-                                                                       last ? nullptr : wsum, gwt, (int)Ni, (int)No);
+                FC_CUDA_CHECK(pdl::launch(chain.next(), kgw, dim3((unsigned)sch.grid), dim3(Wk::THREADS), Wk::SMEM, st,
+                                          xm, ym, gm, sch, (float *)(p + L.slots), flags, (int)c + 1,
+                                          c > 0 ? (const float *)wsum : nullptr, last ? nullptr : wsum, gwt, (int)Ni,
+                                          (int)No));
                 FC_LAUNCH_CHECK(st);
                 return FC_OK;
             };
@@ -965,6 +987,7 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
 {
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
+int fc_fcgp_sm90_bwd_pdl_switch(int on) { return toggle(on, fc::fcgp::sm90::set_bwd_pdl, fc::fcgp::sm90::bwd_pdl); }
 long long fc_fcgp_sm90_bwd_go_rows(long long rows)
 {
     if (rows >= 0)

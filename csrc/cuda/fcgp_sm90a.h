@@ -88,9 +88,10 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * (converted copies for fp32 data with bf16 products); v the forward's out (v_bytes: the data
  * type's size) or the recomputed o (fp32, v_bytes 4), and stats (B, 2 G: 1 / r_g, then the norm
  * backward's coefficient, per row: fcgp.cu's norm_stats), both NULL without the norm. stats_rows,
- * when not NULL, forms rows [b0, b0 + n) of stats (norm_stats, given stats_ctx): the backward
- * calls it for each slice of a chunk (go_rows_setting; by default the whole chunk) just before
- * go^T's transpose of those rows; NULL: stats hold every row already. grad_out and
+ * when not NULL, forms rows [b0, b0 + n) of stats (norm_stats, given stats_ctx; chained: launched
+ * as a free kernel of the backward's programmatic chain, pdl.cuh): the backward calls it for each
+ * slice of a chunk (go_rows_setting; by default the whole chunk) just before go^T's transpose of
+ * those rows; NULL: stats hold every row already. grad_out and
  * the gradients are the args' (data type; grad_x, grad_y and grad_weight NULL when not wanted);
  * all three are written here (the weight gradient summed on chip in a fixed order: no
  * reduction left to the caller). */
@@ -98,7 +99,7 @@ struct BwdInputs {
     const void *x, *y, *w, *v;
     int v_bytes;
     const float *stats;
-    fc_status (*stats_rows)(const void *ctx, int64_t b0, int64_t n, cudaStream_t stream);
+    fc_status (*stats_rows)(const void *ctx, int64_t b0, int64_t n, cudaStream_t stream, bool chained);
     const void *stats_ctx;
 };
 bool bwd_planned(const fc_args *a, int mode, int operand_bytes);
@@ -109,6 +110,10 @@ fc_status backward(const fc_args *a, int mode, const BwdInputs &in, void *ws, cu
  * n > 0 n rows in whole 32-row blocks (FLASHCLIFFORD_FCGP_BWD_GO_ROWS at start-up; set_go_rows). */
 long long go_rows_setting();
 void set_go_rows(long long rows);
+/* Whether the backward chains its kernels by programmatic dependent launch (pdl.cuh;
+ * fc_fcgp_sm90_bwd_pdl_switch): bitwise the same result either way. */
+bool bwd_pdl();
+void set_bwd_pdl(bool on);
 
 /* The switches (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0", FLASHCLIFFORD_FCGP_SM90_BWD
  * == "0" for the backward kernels) and whether the unit has sm_90a code. */

@@ -28,6 +28,7 @@
 
 #include "fcgp_gw_sched.h"
 #include "fcgp_wgmma.cuh"
+#include "pdl.cuh"
 #include "tma_ring.cuh"
 
 namespace fc {
@@ -163,6 +164,7 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
     constexpr int KS = MODE == kTF32 ? 8 : 16, V = 16 / sizeof(E), PIECES = 32 * 32 / V; /* a component's */
     static_assert(32 % kBatchBlock == 0 && kBatchBlock % KS == 0 && KS % V == 0, "a tile holds whole blocks, steps, pieces");
     __shared__ float tile[D][32][33];
+    pdl::free_start(); /* it writes only this chunk's xg^T, yg^T, which nothing reads until gW */
     const E *src = blockIdx.z ? y : x;
     E *dst = blockIdx.z ? ygt : xgt;
     const int64_t n0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32, NB = (Ni + 63) / 64;
@@ -249,6 +251,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
+    pdl::waiting(); /* go^T, xg^T and yg^T of the chunk, and the earlier chunks' sum */
     const int nx = (No + C::NT - 1) / C::NT * C::GROUPS, nb = (Ni + C::BM - 1) / C::BM, U = sch.units(), b = blockIdx.x;
     const int nog = (No + 7) / 8; /* go^T's row groups a panel (got_offset) */
     int total = 0; /* this block's steps, all pieces */

@@ -31,6 +31,7 @@
 #pragma once
 
 #include "fcgp_wgmma.cuh"
+#include "pdl.cuh"
 #include "tma_ring.cuh"
 
 namespace fc {
@@ -199,6 +200,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
+    pdl::waiting(); /* go^T, and the chunk's rows of grad_x, grad_y once gW has read xg^T, yg^T there */
     const int grp = C::GROUPS == 1 ? 0 : (int)tma::cluster_rank();
     const int n0 = blockIdx.x / C::GROUPS * C::BN, m0 = blockIdx.y * C::BM, steps = (No + C::KS - 1) / C::KS;
     tma::Ring<S> ring((uint64_t *)(smem + C::BARS), steps, 2);
