@@ -20,9 +20,8 @@
  * cluster of GROUPS = 2 CTAs shares a 32-column tile instead: CTA r computes the pairs of
  * components [r D/2, (r+1) D/2) (grades 0, 1 or 2, 3), bringing only those components of go and
  * only its grades' paths of W (8 + 10 KB a step where one CTA over 16 columns and all pairs
- * brought 16 + 10), then each finishes half the tile's positions: both stage their G, the rows
- * the other CTA finishes into its shared memory (distributed shared memory stores), so that
- * every G read of the epilogue is local. Inside a CTA, warpgroup w
+ * brought 16 + 10), then both stage their G in shared memory and each finishes half the tile's
+ * positions reading the other's G through distributed shared memory. Inside a CTA, warpgroup w
  * takes half its components and their pairs, every pair's accumulators at the same positions,
  * BN / 2 fp32 a pair and thread. Each thread finishes positions as fcgp.cu's gz_kernel does,
  * forming xg, yg from x, y there (no gated copies in memory). A third, producer warpgroup
@@ -221,11 +220,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         return;
     }
     wg::setmaxnreg_inc<kConsumerRegs>();
-    /* after the K loop, over the ring: G[pair][row - RL r][column] (rows GS floats apart) in CTA
-     * r, for the RL rows whose positions that CTA finishes, every pair's */
-    const uint32_t sG = smem_u32(smem);
-    constexpr int RL = C::BM / C::GROUPS;
-    static_assert(RL % 16 == 0, "a warp's 16 rows lie in one CTA's share");
+    const uint32_t sG = smem_u32(smem); /* after the K loop, over the ring: G[pair - grp QG][row GS + column] */
 
     /* the K loop and the staging of G for one (group, warpgroup): each has its own accumulator
      * array, cut into its own components' runs (one wgmma's accumulators are one run of registers) */
@@ -241,34 +236,21 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
 #pragma unroll
         for (int ql = 0; ql < C::QW; ++ql)
             wg::fence_operands(acc[ql]);
-        /* every warpgroup of the cluster is past its last step (and so every copy has landed and
-         * been read) before G goes over any CTA's ring: with one CTA, barrier 1 over its 256
-         * consumer threads, each warpgroup reaching it from its own code, so the non-.aligned
-         * form (bar.sync is barrier.sync.aligned: one instruction for all) */
-        if constexpr (C::GROUPS > 1)
-            tma::cluster_sync();
-        else
-            asm volatile("barrier.sync 1, 256;\n" ::: "memory");
-        /* acc[ql][4c + 2h + e] is pair q0 + ql at row 16 warp + g + 8h, column 8c + 2t + e: a
-         * warp's rows go to one CTA, this one's by shared store, the other's by distributed
-         * shared store, so that every G read below is local (reading the other CTA's G there,
-         * 22 loads a position through distributed shared memory, left the epilogue waiting) */
-        const int dst = 16 * warp / RL;
-        const bool mine = C::GROUPS == 1 || dst == GR;
-        auto stage = [&](uint32_t base, auto store) {
+        /* both warpgroups are past their last step (and so every copy has landed and been read):
+         * barrier 1 over the CTA's 256 threads, each warpgroup reaching it from its own code, so
+         * the non-.aligned form (bar.sync is barrier.sync.aligned: one instruction for all) */
+        asm volatile("barrier.sync 1, 256;\n" ::: "memory");
+        /* acc[ql][4c + 2h + e] is pair q0 + ql at row 16 warp + g + 8h, column 8c + 2t + e; by
+         * shared-window address (through a pointer into the stages the compiler stored with
+         * generic ST.E) */
 #pragma unroll
-            for (int ql = 0; ql < nq; ++ql)
+        for (int ql = 0; ql < nq; ++ql)
 #pragma unroll
-                for (int c = 0; c < C::BN / 8; ++c)
+            for (int c = 0; c < C::BN / 8; ++c)
 #pragma unroll
-                    for (int h = 0; h < 2; ++h)
-                        store(base + (((q0 + ql) * RL + 16 * warp - dst * RL + g + 8 * h) * C::GS + 8 * c + 2 * t) * 4,
-                              acc[ql][4 * c + 2 * h], acc[ql][4 * c + 2 * h + 1]);
-        };
-        if (mine)
-            stage(sG, [](uint32_t a, float u, float v) { sts_v2_f32(a, u, v); });
-        else if constexpr (C::GROUPS > 1)
-            stage(tma::cluster_addr(smem, (uint32_t)dst), [](uint32_t a, float u, float v) { tma::st_cluster_v2_f32(a, u, v); });
+                for (int h = 0; h < 2; ++h)
+                    sts_v2_f32(sG + (((q0 - GR * C::QG + ql) * C::BM + 16 * warp + g + 8 * h) * C::GS + 8 * c + 2 * t) * 4,
+                               acc[ql][4 * c + 2 * h], acc[ql][4 * c + 2 * h + 1]);
     };
     using I0 = std::integral_constant<int, 0>;
     using I1 = std::integral_constant<int, 1>;
@@ -284,12 +266,12 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
             run(I1{}, I1{});
     }
     /* this CTA's share of the tile's positions, in rounds of the consumer threads. Their x, y
-     * are loaded here, before the barrier that waits for every G to be staged: loaded in each
+     * are loaded here, before the barriers that wait for every G to be staged: loaded in each
      * round after its G, they were three trips to memory a round, one after another (x and y,
      * x again in the gate's backward), a quarter of the epilogue's stall samples (H100, B 4096,
      * N 512, NOTES_FCGP.md session 25: gz 215 -> 192 us at Cl(2,0) tf32, 478 -> 471 Cl(3,0)) */
     constexpr int SHARE = C::POS / C::GROUPS, ROUNDS = SHARE / kConsumerThreads;
-    static_assert(SHARE % kConsumerThreads == 0 && SHARE == RL * C::BN, "whole rounds of the share's positions");
+    static_assert(SHARE % kConsumerThreads == 0, "whole rounds of positions");
     const int64_t BNi = cs;
     float xr[ROUNDS][D], yr[ROUNDS][D];
 #pragma unroll
@@ -301,39 +283,53 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
             load_comps(y + b * Ni + n, BNi, yr[i]);
         }
     }
+    consumers_sync();
     if constexpr (C::GROUPS > 1)
-        tma::cluster_sync(); /* every G staged, the other CTA's stores included, and visible */
-    else
-        consumers_sync();
+        tma::cluster_sync(); /* every CTA's G staged and visible across the cluster */
 
-    /* each position from the G of every pair, all in this CTA's shared memory; after the barrier
-     * above no CTA touches another's, so none waits for the other before it exits */
+    /* each position from the G of every pair: group r's from CTA r's shared memory (distributed
+     * shared memory for the other CTA's, this CTA's own by plain shared loads) */
+    auto finish = [&](auto gr) {
+        constexpr int GR = decltype(gr)::value;
+        const uint32_t other = C::GROUPS == 1 ? 0u : tma::cluster_addr(smem, (uint32_t)(1 - GR));
 #pragma unroll
-    for (int i = 0; i < ROUNDS; ++i) {
-        const int rl = (i * kConsumerThreads + tid) / C::BN, col = tid % C::BN;
-        const int64_t b = m0 + grp * RL + rl, n = n0 + col;
-        if (b >= B || n >= Ni)
-            continue;
-        float gq[C::NP];
-        static_for<C::NP>([&](auto q) {
-            gq[decltype(q)::value] = __uint_as_float(lds_b32(sG + ((decltype(q)::value * RL + rl) * C::GS + col) * 4));
-        });
-        const int64_t off = b * Ni + n;
-        float xv[D], yv[D], tx[D] = {}, ty[D] = {};
-        gelu_of(gate, xr[i], xv); /* xg, yg */
-        gelu_of(gate, yr[i], yv);
-        static_for<A::T>([&](auto tc) {
-            constexpr fc_term e = A::table.term[decltype(tc)::value];
-            constexpr int q = Plans<ID>::pair.term_pair[decltype(tc)::value];
-            const float gv = gq[q];
-            tx[e.i] += float(e.sign) * yv[e.k] * gv;
-            ty[e.k] += float(e.sign) * xv[e.i] * gv;
-        });
-        if (gx)
-            gate_backward_of(gate, tx, xr[i], gx + off, BNi);
-        if (gy)
-            gate_backward_of(gate, ty, yr[i], gy + off, BNi);
-    }
+        for (int i = 0; i < ROUNDS; ++i) {
+            const int pos = GR * SHARE + i * kConsumerThreads + tid, row = pos / C::BN, col = pos % C::BN;
+            const int64_t b = m0 + row, n = n0 + col;
+            if (b >= B || n >= Ni)
+                continue;
+            float gq[C::NP];
+            static_for<C::NP>([&](auto q) {
+                constexpr int Q = decltype(q)::value, r = Q / C::QG;
+                const uint32_t at = (((Q - r * C::QG) * C::BM + row) * C::GS + col) * 4;
+                if constexpr (r == GR)
+                    gq[Q] = __uint_as_float(lds_b32(sG + at));
+                else
+                    gq[Q] = tma::ld_cluster_f32(other + at);
+            });
+            const int64_t off = b * Ni + n;
+            float xv[D], yv[D], tx[D] = {}, ty[D] = {};
+            gelu_of(gate, xr[i], xv); /* xg, yg */
+            gelu_of(gate, yr[i], yv);
+            static_for<A::T>([&](auto tc) {
+                constexpr fc_term e = A::table.term[decltype(tc)::value];
+                constexpr int q = Plans<ID>::pair.term_pair[decltype(tc)::value];
+                const float gv = gq[q];
+                tx[e.i] += float(e.sign) * yv[e.k] * gv;
+                ty[e.k] += float(e.sign) * xv[e.i] * gv;
+            });
+            if (gx)
+                gate_backward_of(gate, tx, xr[i], gx + off, BNi);
+            if (gy)
+                gate_backward_of(gate, ty, yr[i], gy + off, BNi);
+        }
+    };
+    if (grp == 0)
+        finish(I0{});
+    else if constexpr (C::GROUPS > 1)
+        finish(I1{});
+    if constexpr (C::GROUPS > 1)
+        tma::cluster_sync(); /* the other CTA has read this one's G: its shared memory may go */
 }
 
 } // namespace sm90

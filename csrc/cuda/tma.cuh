@@ -124,15 +124,18 @@ __device__ __forceinline__ void cluster_sync()
 #endif
 }
 
-/* Two floats to distributed shared memory (cluster_addr: another CTA's), published to it by a
- * later cluster_sync. */
-__device__ __forceinline__ void st_cluster_v2_f32(uint32_t addr, float a, float b)
+/* A float from distributed shared memory (cluster_addr), after a cluster_sync that published it
+ * (volatile keeps it after that barrier; no memory clobber, so ordinary loads around it may
+ * still be scheduled across it). */
+__device__ __forceinline__ float ld_cluster_f32(uint32_t addr)
 {
+    float v = 0.f;
 #if FC_HAVE_TMA
-    asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(a), "f"(b) : "memory");
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
 #else
     __trap();
 #endif
+    return v;
 }
 
 /* This CTA's rank in its cluster (x fastest). */
