@@ -49,13 +49,6 @@ __device__ __forceinline__ uint2 lds_b64(uint32_t a)
     return v;
 }
 
-/* Two floats to shared memory by 32-bit shared-window address (a generic store through a
- * pointer into the stages is ST.E: the longer path, as for the loads above). */
-__device__ __forceinline__ void sts_v2_f32(uint32_t a, float x, float y)
-{
-    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(x), "f"(y) : "memory");
-}
-
 /* Logical K position L (0 .. KS-1) inside a step -> the physical column it is read from. */
 __host__ __device__ constexpr int phys_col(int mode, int L)
 {

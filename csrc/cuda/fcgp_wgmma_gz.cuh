@@ -220,7 +220,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         return;
     }
     wg::setmaxnreg_inc<kConsumerRegs>();
-    const uint32_t sG = smem_u32(smem); /* after the K loop, over the ring: G[pair - grp QG][row GS + column] */
+    float *sG = (float *)smem; /* after the K loop, over the ring: G[pair - grp QG][row GS + column] */
 
     /* the K loop and the staging of G for one (group, warpgroup): each has its own accumulator
      * array, cut into its own components' runs (one wgmma's accumulators are one run of registers) */
@@ -240,17 +240,15 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
          * barrier 1 over the CTA's 256 threads, each warpgroup reaching it from its own code, so
          * the non-.aligned form (bar.sync is barrier.sync.aligned: one instruction for all) */
         asm volatile("barrier.sync 1, 256;\n" ::: "memory");
-        /* acc[ql][4c + 2h + e] is pair q0 + ql at row 16 warp + g + 8h, column 8c + 2t + e; by
-         * shared-window address (through a pointer into the stages the compiler stored with
-         * generic ST.E) */
+        /* acc[ql][4c + 2h + e] is pair q0 + ql at row 16 warp + g + 8h, column 8c + 2t + e */
 #pragma unroll
         for (int ql = 0; ql < nq; ++ql)
 #pragma unroll
             for (int c = 0; c < C::BN / 8; ++c)
 #pragma unroll
                 for (int h = 0; h < 2; ++h)
-                    sts_v2_f32(sG + (((q0 - GR * C::QG + ql) * C::BM + 16 * warp + g + 8 * h) * C::GS + 8 * c + 2 * t) * 4,
-                               acc[ql][4 * c + 2 * h], acc[ql][4 * c + 2 * h + 1]);
+                    *(float2 *)&sG[((q0 - GR * C::QG + ql) * C::BM + 16 * warp + g + 8 * h) * C::GS + 8 * c + 2 * t] =
+                        make_float2(acc[ql][4 * c + 2 * h], acc[ql][4 * c + 2 * h + 1]);
     };
     using I0 = std::integral_constant<int, 0>;
     using I1 = std::integral_constant<int, 1>;
@@ -288,46 +286,43 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         tma::cluster_sync(); /* every CTA's G staged and visible across the cluster */
 
     /* each position from the G of every pair: group r's from CTA r's shared memory (distributed
-     * shared memory for the other CTA's, this CTA's own by plain shared loads) */
-    auto finish = [&](auto gr) {
-        constexpr int GR = decltype(gr)::value;
-        const uint32_t other = C::GROUPS == 1 ? 0u : tma::cluster_addr(smem, (uint32_t)(1 - GR));
+     * shared memory; this CTA's own too) */
+    uint32_t gbase[C::GROUPS];
 #pragma unroll
-        for (int i = 0; i < ROUNDS; ++i) {
-            const int pos = GR * SHARE + i * kConsumerThreads + tid, row = pos / C::BN, col = pos % C::BN;
-            const int64_t b = m0 + row, n = n0 + col;
-            if (b >= B || n >= Ni)
-                continue;
-            float gq[C::NP];
-            static_for<C::NP>([&](auto q) {
-                constexpr int Q = decltype(q)::value, r = Q / C::QG;
-                const uint32_t at = (((Q - r * C::QG) * C::BM + row) * C::GS + col) * 4;
-                if constexpr (r == GR)
-                    gq[Q] = __uint_as_float(lds_b32(sG + at));
-                else
-                    gq[Q] = tma::ld_cluster_f32(other + at);
-            });
-            const int64_t off = b * Ni + n;
-            float xv[D], yv[D], tx[D] = {}, ty[D] = {};
-            gelu_of(gate, xr[i], xv); /* xg, yg */
-            gelu_of(gate, yr[i], yv);
-            static_for<A::T>([&](auto tc) {
-                constexpr fc_term e = A::table.term[decltype(tc)::value];
-                constexpr int q = Plans<ID>::pair.term_pair[decltype(tc)::value];
-                const float gv = gq[q];
-                tx[e.i] += float(e.sign) * yv[e.k] * gv;
-                ty[e.k] += float(e.sign) * xv[e.i] * gv;
-            });
-            if (gx)
-                gate_backward_of(gate, tx, xr[i], gx + off, BNi);
-            if (gy)
-                gate_backward_of(gate, ty, yr[i], gy + off, BNi);
-        }
-    };
-    if (grp == 0)
-        finish(I0{});
-    else if constexpr (C::GROUPS > 1)
-        finish(I1{});
+    for (int r = 0; r < C::GROUPS; ++r)
+        gbase[r] = C::GROUPS == 1 ? 0u : tma::cluster_addr(sG, r);
+#pragma unroll
+    for (int i = 0; i < ROUNDS; ++i) {
+        const int pos = grp * SHARE + i * kConsumerThreads + tid, row = pos / C::BN, col = pos % C::BN;
+        const int64_t b = m0 + row, n = n0 + col;
+        if (b >= B || n >= Ni)
+            continue;
+        float gq[C::NP];
+        static_for<C::NP>([&](auto q) {
+            constexpr int Q = decltype(q)::value;
+            if constexpr (C::GROUPS == 1) {
+                gq[Q] = __uint_as_float(lds_b32(smem_u32(sG) + ((Q * C::BM + row) * C::GS + col) * 4));
+            } else {
+                constexpr int r = Q / C::QG;
+                gq[Q] = tma::ld_cluster_f32(gbase[r] + (((Q - r * C::QG) * C::BM + row) * C::GS + col) * 4);
+            }
+        });
+        const int64_t off = b * Ni + n;
+        float xv[D], yv[D], tx[D] = {}, ty[D] = {};
+        gelu_of(gate, xr[i], xv); /* xg, yg */
+        gelu_of(gate, yr[i], yv);
+        static_for<A::T>([&](auto tc) {
+            constexpr fc_term e = A::table.term[decltype(tc)::value];
+            constexpr int q = Plans<ID>::pair.term_pair[decltype(tc)::value];
+            const float gv = gq[q];
+            tx[e.i] += float(e.sign) * yv[e.k] * gv;
+            ty[e.k] += float(e.sign) * xv[e.i] * gv;
+        });
+        if (gx)
+            gate_backward_of(gate, tx, xr[i], gx + off, BNi);
+        if (gy)
+            gate_backward_of(gate, ty, yr[i], gy + off, BNi);
+    }
     if constexpr (C::GROUPS > 1)
         tma::cluster_sync(); /* the other CTA has read this one's G: its shared memory may go */
 }
