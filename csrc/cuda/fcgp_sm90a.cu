@@ -4,9 +4,10 @@
  * gate_product), three or four tensor maps a call, and fwd_tma_kernel of fcgp_wgmma.cuh, one CTA
  * with a producer warpgroup by default or clusters of two that share a tile by multicast
  * (fwd_cluster; benchmarks/NOTES_FCGP.md), the grade norm finished in its epilogue
- * (FwdOut::kNorm: a count and a state a tile in the workspace, zeroed a call). Backward: per batch chunk, go^T
- * (go_transpose), xg^T and yg^T (gelu_transpose), the weight gradient (fcgp_wgmma_gw.cuh) and the input
- * gradients (fcgp_wgmma_gz.cuh). setup.py builds this unit for sm_90a alone when 9.0 is a target
+ * (FwdOut::kNorm: a count and a state a tile in the workspace, zeroed a call). Backward: per batch chunk,
+ * xg^T and yg^T (gelu_transpose), the norm's statistics (fcgp.cu's norm_stats) and go^T (go_transpose),
+ * the weight gradient (fcgp_wgmma_gw.cuh) and the input gradients (fcgp_wgmma_gz.cuh), as one
+ * programmatic chain (pdl.cuh). setup.py builds this unit for sm_90a alone when 9.0 is a target
  * (FC_SM90A = 1); otherwise only its host side is compiled and the planning functions say no.
  */
 #include "fcgp_sm90a.h"
@@ -159,6 +160,9 @@ void set_go_rows(long long rows) { g_go_rows.store(std::max<long long>(0, std::m
 namespace {
 std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream order */
 }
+/* The backward's kernels as one programmatic chain (on, the default) or in plain stream order:
+ * the backward 1178 -> 1148 us at Cl(3,0) tf32, 530 -> 501 Cl(2,0) tf32, 765 -> 736 Cl(3,0)
+ * bf16, 384 -> 361 Cl(2,0) bf16 (H100, B 4096, N 512, NOTES_FCGP.md session 26). */
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }

@@ -82,7 +82,8 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
  * alignment, as it reads only copies it makes), its workspace, and the launch.
  *
  * The launch writes go^T, the output gradient through the norm's backward, transposed (one copy:
- * gz and gW both read it), then the weight gradient and the input gradients; in two
+ * gz and gW both read it), then the weight gradient and the input gradients; its kernels form
+ * one programmatic chain (pdl.cuh; bwd_pdl); in two
  * chunks of the batch from 2048 rows on (bwd_chunks), so that go^T and, unless grad_x and grad_y
  * hold them, gW's xg^T, yg^T span half the batch. `in`: x, y, w the inputs in the operand type
  * (converted copies for fp32 data with bf16 products); v the forward's out (v_bytes: the data
