@@ -336,6 +336,12 @@ def _assert_backward_repeats(alg, x, y, w, gout, precision):
         assert torch.equal(a, b)
 
 
+def _off_by_4(t):
+    """An empty tensor of t's shape and dtype 4 bytes past a 16-byte boundary."""
+    flat = torch.empty(t.numel() * t.element_size() + 16, dtype=torch.uint8, device="cuda")
+    return flat[4:4 + t.numel() * t.element_size()].view(t.dtype).view(t.shape)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("alg", ALGS)
 def test_backward_grads_as_scratch(bwd_on, alg, mode):
@@ -354,19 +360,15 @@ def test_backward_grads_as_scratch(bwd_on, alg, mode):
                                 torch.cuda.current_device(), True)
     args = (g, x, y, w, alg.id, True, prec)
 
-    def off_by_4(t):  # t's shape and dtype, 4 bytes past a 16-byte boundary
-        flat = torch.empty(t.numel() * t.element_size() + 16, dtype=torch.uint8, device="cuda")
-        return flat[4:4 + t.numel() * t.element_size()].view(t.dtype).view(t.shape)
-
     aligned = fc._C.fcgp_backward(*args, norms=norms, out=out, workspace=torch.empty(size, dtype=torch.uint8,
                                   device="cuda"), stream=s)
-    gx, gy = off_by_4(x), off_by_4(y)
+    gx, gy = _off_by_4(x), _off_by_4(y)
     gw = torch.empty_like(w)
     fc._C.fcgp_backward(*args, norms=norms, out=out, grad_x=gx, grad_y=gy, grad_weight=gw, stream=s)
     for grads in (aligned, (gx, gy, gw)):
         assert_fcgp([None, *(torch.from_dlpack(t) for t in grads)], x, y, w, g, alg, True, mode)
     with pytest.raises(ValueError, match="workspace"):
-        fc._C.fcgp_backward(*args, norms=norms, out=out, grad_x=off_by_4(x), grad_y=off_by_4(y),
+        fc._C.fcgp_backward(*args, norms=norms, out=out, grad_x=_off_by_4(x), grad_y=_off_by_4(y),
                             grad_weight=torch.empty_like(w),
                             workspace=torch.empty(size, dtype=torch.uint8, device="cuda"), stream=s)
 
@@ -431,19 +433,16 @@ def pdl_kept(go_rows_kept):
 def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
     dtype, precision = FCGP_MODES[mode][:2]
     prec = PRECISION_CODES[precision]
-    x, y, w, g = make_fcgp(alg, (batch,), n_in, n_out, dtype, seed_for(f"sm90-pdl/{alg.name}/{batch}/{mode}") % 997)
+    x, y, w, g = make_fcgp(alg, (batch,), n_in, n_out, dtype,
+                           seed_for(f"sm90-pdl/{alg.name}/{batch}/{mode}") % 997)
     s = stream_handle()
     out, norms = torch.empty_like(g), torch.empty(batch, alg.G, device="cuda")
     fc._C.fcgp_forward(x, y, w, alg.id, True, prec, out=out, norms=norms, stream=s)
 
-    def off_by_4(t):
-        flat = torch.empty(t.numel() * t.element_size() + 16, dtype=torch.uint8, device="cuda")
-        return flat[4:4 + t.numel() * t.element_size()].view(t.dtype).view(t.shape)
-
     def run(pdl, rows):
         assert fc._C._fcgp_sm90_bwd_pdl(pdl) == pdl and fc._C._fcgp_sm90_bwd_go_rows(rows) == rows
         from_o = fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, stream=s)
-        gx, gy, gw = off_by_4(x), off_by_4(y), torch.empty_like(w)
+        gx, gy, gw = _off_by_4(x), _off_by_4(y), torch.empty_like(w)
         fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, out=out, grad_x=gx, grad_y=gy,
                             grad_weight=gw, stream=s)
         return (_grads(alg, x, y, w, g, precision), [torch.from_dlpack(t) for t in from_o], [gx, gy, gw])

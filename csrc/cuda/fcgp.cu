@@ -1281,9 +1281,10 @@ template <int ID, class E, int MODE, class Tio> struct Op {
         constexpr int V = stats_run<Tv, Tio>();
         const bool vec = j.a->N_out % V == 0 && (uintptr_t)j.v % (V * sizeof(Tv)) == 0 &&
                          (uintptr_t)j.a->grad_out % (V * sizeof(Tio)) == 0;
-        FC_CUDA_CHECK(pdl::launch(chained, vec ? norm_stats<ID, C, Tv, Tio, FROM_OUT, true> : norm_stats<ID, C, Tv, Tio, FROM_OUT, false>,
-                                  dim3((unsigned)n), dim3(128), 0, st, (const Tv *)j.v, (const Tio *)j.a->grad_out,
-                                  (const C *)j.a->norms, j.part, j.parts, j.a->B, j.a->N_out, j.stats, b0));
+        auto k = vec ? norm_stats<ID, C, Tv, Tio, FROM_OUT, true> : norm_stats<ID, C, Tv, Tio, FROM_OUT, false>;
+        FC_CUDA_CHECK(pdl::launch(chained, k, dim3((unsigned)n), dim3(128), 0, st, (const Tv *)j.v,
+                                  (const Tio *)j.a->grad_out, (const C *)j.a->norms, j.part, j.parts, j.a->B,
+                                  j.a->N_out, j.stats, b0));
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     }

@@ -839,10 +839,10 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         if ((r = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Zk::P, Zk::KS, Zk::BN, Zk::PS, wsw)) != FC_OK ||
             (r = got_map(&om, got, ty, sizeof(E), KSB, Nor, Bp, D, Zk::KS / 8, Zk::BM / KSB, Zk::JG)) != FC_OK)
             return r;
-        FC_CUDA_CHECK(pdl::launch(chain.next(), kgz, dim3((unsigned)(cdiv(Ni, Zk::BN) * Zk::GROUPS), (unsigned)cdiv(rows, Zk::BM)),
-                                  dim3(Zk::THREADS), Zk::SMEM, st, om, wm, x + b0 * Ni, y + b0 * Ni,
-                                  gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows, (int)Ni,
-                                  (int)No, B * Ni, (int)a->gate));
+        const dim3 grid((unsigned)(cdiv(Ni, Zk::BN) * Zk::GROUPS), (unsigned)cdiv(rows, Zk::BM));
+        FC_CUDA_CHECK(pdl::launch(chain.next(), kgz, grid, dim3(Zk::THREADS), Zk::SMEM, st, om, wm, x + b0 * Ni,
+                                  y + b0 * Ni, gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows,
+                                  (int)Ni, (int)No, B * Ni, (int)a->gate));
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     };
