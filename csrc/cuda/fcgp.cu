@@ -412,6 +412,14 @@ __device__ __forceinline__ C row_norm(const C *norms, const C *partial, int npar
     return sqrt(q + (C)FC_NORM_EPS);
 }
 
+/* The norm backward's coefficient of grade g from the row's dot_g (of gout with v) and 1 / r_g:
+ * dot_g / (N_out r_g) when v is out (FROM_OUT), dot_g / (N_out r_g^3) when v is o; one formula for
+ * norm_bwd and norm_stats. */
+template <bool FROM_OUT, class C> __device__ __forceinline__ C norm_coef(C dot, C inv, int64_t No)
+{
+    return No > 0 ? dot * inv * (FROM_OUT ? C(1) : inv * inv) / (C)No : C(0);
+}
+
 /* out = o / r_g per row, r_g = sqrt(sum of the nparts partials / N_out + eps); o may be out. */
 template <int ID, class C, class Tout>
 __global__ void __launch_bounds__(128) fwd_finalize(const C *o, Tout *out, C *__restrict__ norms,
@@ -498,7 +506,7 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
     C coef[G];
 #pragma unroll
     for (int g = 0; g < G; ++g)
-        coef[g] = No > 0 ? dot[g] * inv[g] * (FROM_OUT ? C(1) : inv[g] * inv[g]) / (C)No : C(0);
+        coef[g] = norm_coef<FROM_OUT>(dot[g], inv[g], No);
     /* go at feature m from the row's gout and v there (gv, v: registers) */
     auto finish = [&](int64_t m, const C(&gv)[D], const C(&v)[D]) {
         C t[G];
@@ -607,7 +615,7 @@ __global__ void __launch_bounds__(128) norm_stats(const Tv *__restrict__ v_in, c
             d += red[w][g];
         const C inv = C(1) / row_norm(norms, partial, nparts, B, b, G, g, No);
         stats[b * 2 * G + g] = inv;
-        stats[b * 2 * G + G + g] = No > 0 ? d * inv * (FROM_OUT ? C(1) : inv * inv) / (C)No : C(0);
+        stats[b * 2 * G + G + g] = norm_coef<FROM_OUT>(d, inv, No);
     }
 }
 
