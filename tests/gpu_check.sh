@@ -8,6 +8,7 @@
 #                                      line) and 4 (FCGP against torch.bmm)
 # STAGES=build,test,sidestream,sanitize,sass,bench selects stages (bench_sgp / bench_fcgp: one table;
 # parts_fcgp: fcgp_parts.py's per-kernel split; ncu_fcgp: Nsight Compute on the Hopper FCGP kernels;
+# ncu_mem_fcgp: their shared-memory, tensor and L2 throughput (NCU_CELLS: cells, space-separated);
 # ncu_src_fcgp: their stall samples per source line, NCU_KERNELS and NCU_CELLS="2,float32,4096,512" narrowing it; none of these in the default set); SANITIZE_TOOLS="memcheck racecheck"
 # selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too; SANITIZE_ARGS="--hopper": gpu_sanitize.py's
 # Hopper FCGP cases alone, for every tool); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
@@ -141,6 +142,22 @@ if has ncu_fcgp; then
     [ $? -eq 0 ] || status=1
     grep -E "^  void|Duration|L2 Cache Throughput|Issue Slots Busy|Warp Cycles Per Issued|Stall (Long|GMMA|Wait|Barrier|Membar|Math|Short|MIO)" \
         "$OUT/ncu_fcgp.txt" | cut -c1-100 | head -n 60
+fi
+
+if has ncu_mem_fcgp; then
+    step "Nsight Compute: the Hopper FCGP GEMM kernels' shared-memory, tensor and L2 throughput"
+    # the first forward, gW and gz launch of each cell; which unit binds each kernel (shared
+    # memory's wavefronts and bank conflicts, the tensor pipe, L2), from SpeedOfLight and the
+    # workload sections
+    for cell in ${NCU_CELLS:-3,float32,4096,512 3,bfloat16,4096,512}; do
+        log="$OUT/ncu_mem_${cell//,/_}.txt"
+        ncu --kernel-name regex:"fwd_tma_kernel|gz_tma_kernel|gw_tma_kernel" --launch-count 3 \
+            --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+            --section MemoryWorkloadAnalysis_Tables \
+            python3 benchmarks/fcgp_parts.py --cells "$cell" --once >"$log" 2>&1 || status=1
+        grep -E "^  void|Duration|Shared|Tensor|Mem Busy|Max Bandwidth|Issue Slots|SM Busy|Memory Throughput|Compute \(SM\)" \
+            "$log" | cut -c1-110 | head -n 60
+    done
 fi
 
 if has ncu_src_fcgp; then
