@@ -25,7 +25,8 @@
  * takes half its components and their pairs, every pair's accumulators at the same positions,
  * BN / 2 fp32 a pair and thread. Each thread finishes positions as fcgp.cu's gz_kernel does,
  * forming xg, yg from x, y there (no gated copies in memory). A third, producer warpgroup
- * issues the copies (as in the forward and gW), the two computing ones at kConsumerRegs.
+ * issues the copies (as in the forward and gW), the two computing ones at kConsumerRegs; once
+ * G is staged all three share the registers (kEpilogueRegs) and the epilogue's positions.
  */
 #pragma once
 
@@ -180,6 +181,10 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
         wg::fence_operands(a[kk]);
 }
 
+/* The registers of every warpgroup in gz's epilogue, which all three share: the launch's, evenly. */
+constexpr int kEpilogueRegs = 168;
+static_assert(3 * kEpilogueRegs == kProducerRegs + 2 * kConsumerRegs, "the registers the K loop held");
+
 /* gomap over go^T's panels (got_offset) of a chunk of B rows (4-D: 8 rows of a panel, row groups,
  * panels, components), boxes of a step's KS / 8 row groups x 64 batch positions x JG components;
  * wmap over the prepared W (Nop, N_in, P slots), boxes
@@ -209,17 +214,6 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         tma::load_4d(buf, &gomap, 0, s * (C::KS / 8), m0 / C::KSB, grp * C::JG, bar); /* go^T's panels */
         tma::load_3d(buf + C::OB, &wmap, s * C::KS, n0, grp * C::PS, bar);
     };
-    if (wgi == 2) { /* the producer warpgroup: one thread issues every step */
-        wg::setmaxnreg_dec<kProducerRegs>();
-        if (tid == 256)
-            ring.produce(issue);
-        if constexpr (C::GROUPS > 1) { /* the consumers' two cluster barriers below */
-            tma::cluster_sync();
-            tma::cluster_sync();
-        }
-        return;
-    }
-    wg::setmaxnreg_inc<kConsumerRegs>();
     float *sG = (float *)smem; /* after the K loop, over the ring: G[pair - grp QG][row GS + column] */
 
     /* the K loop and the staging of G for one (group, warpgroup): each has its own accumulator
@@ -252,38 +246,52 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
     };
     using I0 = std::integral_constant<int, 0>;
     using I1 = std::integral_constant<int, 1>;
-    if (grp == 0) {
-        if (wgi == 0)
-            run(I0{}, I0{});
-        else
-            run(I0{}, I1{});
-    } else if constexpr (C::GROUPS > 1) {
-        if (wgi == 0)
-            run(I1{}, I0{});
-        else
-            run(I1{}, I1{});
+    if (wgi == 2) { /* the producer warpgroup: one thread issues every step */
+        wg::setmaxnreg_dec<kProducerRegs>();
+        if (tid == 256)
+            ring.produce(issue);
+        __syncwarp();
+        /* then it joins the epilogue, with the registers the consumers give back after staging */
+        wg::setmaxnreg_inc<kEpilogueRegs>();
+    } else {
+        wg::setmaxnreg_inc<kConsumerRegs>();
+        if (grp == 0) {
+            if (wgi == 0)
+                run(I0{}, I0{});
+            else
+                run(I0{}, I1{});
+        } else if constexpr (C::GROUPS > 1) {
+            if (wgi == 0)
+                run(I1{}, I0{});
+            else
+                run(I1{}, I1{});
+        }
+        wg::setmaxnreg_dec<kEpilogueRegs>(); /* the accumulators are staged */
     }
-    /* this CTA's share of the tile's positions, in rounds of the consumer threads. Their x, y
-     * are loaded here, before the barriers that wait for every G to be staged: loaded in each
-     * round after its G, they were three trips to memory a round, one after another (x and y,
-     * x again in the gate's backward), a quarter of the epilogue's stall samples (H100, B 4096,
-     * N 512, NOTES_FCGP.md session 25: gz 215 -> 192 us at Cl(2,0) tf32, 478 -> 471 Cl(3,0)) */
-    constexpr int SHARE = C::POS / C::GROUPS, ROUNDS = SHARE / kConsumerThreads;
-    static_assert(SHARE % kConsumerThreads == 0, "whole rounds of positions");
+    /* this CTA's share of the tile's positions, in rounds of all three warpgroups (the producer's
+     * idled through the epilogue, a quarter of the consumers' time; with it gz measured 470 ->
+     * 463 us at Cl(3,0) tf32, 152 -> 142 Cl(2,0) bf16: NOTES_FCGP.md session 27).
+     * Their x, y are loaded here, before the barriers that wait for every G to be staged: loaded
+     * in each round after its G, they were three trips to memory a round, one after another (x
+     * and y, x again in the gate's backward), a quarter of the epilogue's stall samples (H100,
+     * B 4096, N 512, NOTES_FCGP.md session 25: gz 215 -> 192 us at Cl(2,0) tf32, 478 -> 471
+     * Cl(3,0)) */
+    constexpr int SHARE = C::POS / C::GROUPS, ROUNDS = (SHARE + kSplitThreads - 1) / kSplitThreads;
     const int64_t BNi = cs;
     float xr[ROUNDS][D], yr[ROUNDS][D];
 #pragma unroll
     for (int i = 0; i < ROUNDS; ++i) {
-        const int pos = grp * SHARE + i * kConsumerThreads + tid, row = pos / C::BN, col = pos % C::BN;
+        const int pl = i * kSplitThreads + tid, pos = grp * SHARE + pl, row = pos / C::BN, col = pos % C::BN;
         const int64_t b = m0 + row, n = n0 + col;
-        if (b < B && n < Ni) {
+        if (pl < SHARE && b < B && n < Ni) {
             load_comps(x + b * Ni + n, BNi, xr[i]);
             load_comps(y + b * Ni + n, BNi, yr[i]);
         }
     }
-    consumers_sync();
     if constexpr (C::GROUPS > 1)
         tma::cluster_sync(); /* every CTA's G staged and visible across the cluster */
+    else
+        __syncthreads(); /* every G staged */
 
     /* each position from the G of every pair: group r's from CTA r's shared memory (distributed
      * shared memory; this CTA's own too) */
@@ -293,9 +301,9 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         gbase[r] = C::GROUPS == 1 ? 0u : tma::cluster_addr(sG, r);
 #pragma unroll
     for (int i = 0; i < ROUNDS; ++i) {
-        const int pos = grp * SHARE + i * kConsumerThreads + tid, row = pos / C::BN, col = pos % C::BN;
+        const int pl = i * kSplitThreads + tid, pos = grp * SHARE + pl, row = pos / C::BN, col = pos % C::BN;
         const int64_t b = m0 + row, n = n0 + col;
-        if (b >= B || n >= Ni)
+        if (pl >= SHARE || b >= B || n >= Ni)
             continue;
         float gq[C::NP];
         static_for<C::NP>([&](auto q) {
