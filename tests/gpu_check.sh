@@ -149,14 +149,17 @@ if has ncu_mem_fcgp; then
     # the first forward, gW and gz launch of each cell; which unit binds each kernel (shared
     # memory's wavefronts and bank conflicts, the tensor pipe, L2), from SpeedOfLight and the
     # workload sections
+    # (one ncu a kernel: a --launch-count over all three met the op's second forward first)
     for cell in ${NCU_CELLS:-3,float32,4096,512 3,bfloat16,4096,512}; do
         log="$OUT/ncu_mem_${cell//,/_}.txt"
-        ncu --kernel-name regex:"fwd_tma_kernel|gz_tma_kernel|gw_tma_kernel" --launch-count 3 \
-            --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-            --section MemoryWorkloadAnalysis_Tables \
-            python3 benchmarks/fcgp_parts.py --cells "$cell" --once >"$log" 2>&1 || status=1
-        grep -E "^  void|Duration|Shared|Tensor|Mem Busy|Max Bandwidth|Issue Slots|SM Busy|Memory Throughput|Compute \(SM\)" \
-            "$log" | cut -c1-110 | head -n 60
+        : >"$log"
+        for k in fwd_tma_kernel gw_tma_kernel gz_tma_kernel; do
+            ncu --kernel-name regex:"$k" --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+                --section MemoryWorkloadAnalysis python3 benchmarks/fcgp_parts.py --cells "$cell" --once >>"$log" 2>&1 ||
+                status=1
+        done
+        grep -E "^  void|Duration|L2 Cache Throughput|L1/TEX Cache Throughput|Issue Slots|SM Busy|Compute \(SM\)" \
+            "$log" | cut -c1-110 | head -n 40
     done
 fi
 
