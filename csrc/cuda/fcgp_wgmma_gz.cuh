@@ -185,6 +185,29 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
 constexpr int kEpilogueRegs = 168;
 static_assert(3 * kEpilogueRegs == kProducerRegs + 2 * kConsumerRegs, "the registers the K loop held");
 
+/* The x, y rows of a CTA's share of gz's epilogue (rows [grp SHARE / BN, (grp + 1) SHARE / BN) of
+ * the tile, columns [n0, n0 + BN), every component) into L2 by the producer's warp (lane i of 32)
+ * once it has issued the last step, a ring's depth before the K loop ends: the epilogue loads
+ * them straight after it, and from HBM that latency sat before the barrier that waits for every
+ * G (H100, B 4096, N 512: gz 461 -> 447 us at Cl(3,0) tf32, 143 -> 127 Cl(2,0) bf16; prefetched
+ * as the tile started, they measured slower in tf32: NOTES_FCGP.md session 27). The first and
+ * last element of each row run, so that a run across two lines brings both. */
+template <class C, class E>
+__device__ __forceinline__ void prefetch_share(const E *x, const E *y, int64_t cs, int B, int Ni, int m0, int n0, int grp,
+                                               int i)
+{
+    constexpr int R = C::POS / C::GROUPS / C::BN, LINES = R * C::D * 2;
+    const int nl = min(C::BN, Ni - n0) - 1;
+    for (int l = i; l < LINES; l += 32) {
+        const int r = l / (2 * C::D), c = l / 2 % C::D, b = m0 + grp * R + r;
+        if (b >= B)
+            continue;
+        const E *p = (l % 2 ? y : x) + c * cs + (int64_t)b * Ni + n0;
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p + nl));
+    }
+}
+
 /* gomap over go^T's panels (got_offset) of a chunk of B rows (4-D: 8 rows of a panel, row groups,
  * panels, components), boxes of a step's KS / 8 row groups x 64 batch positions x JG components;
  * wmap over the prepared W (Nop, N_in, P slots), boxes
@@ -251,6 +274,8 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         if (tid == 256)
             ring.produce(issue);
         __syncwarp();
+        if (tid < kConsumerThreads + 32)
+            prefetch_share<C>(x, y, cs, B, Ni, m0, n0, grp, tid - kConsumerThreads);
         /* then it joins the epilogue, with the registers the consumers give back after staging */
         wg::setmaxnreg_inc<kEpilogueRegs>();
     } else {
