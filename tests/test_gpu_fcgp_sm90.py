@@ -342,6 +342,18 @@ def _off_by_4(t):
     return flat[4:4 + t.numel() * t.element_size()].view(t.dtype).view(t.shape)
 
 
+def _normalized_forward(alg, batch, n_in, n_out, mode, tag):
+    """Fresh FCGP inputs (seeded by tag) and their normalized forward on the Hopper path:
+    (x, y, w, g, precision, its code, out, norms, stream)."""
+    dtype, precision = FCGP_MODES[mode][:2]
+    prec = PRECISION_CODES[precision]
+    x, y, w, g = make_fcgp(alg, (batch,), n_in, n_out, dtype, seed_for(tag) % 997)
+    s = stream_handle()
+    out, norms = torch.empty_like(g), torch.empty(batch, alg.G, device="cuda")
+    fc._C.fcgp_forward(x, y, w, alg.id, True, prec, out=out, norms=norms, stream=s)
+    return x, y, w, g, precision, prec, out, norms, s
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("alg", ALGS)
 def test_backward_grads_as_scratch(bwd_on, alg, mode):
@@ -349,14 +361,10 @@ def test_backward_grads_as_scratch(bwd_on, alg, mode):
     # workspace_size gives assume so); given gradients 4 bytes off that: correct all the same
     # (the launcher sizes a larger workspace itself), and a workspace of workspace_size's bytes
     # is refused with an error naming it, not overrun
-    dtype, precision = FCGP_MODES[mode][:2]
-    prec = PRECISION_CODES[precision]
     B, n_in, n_out = 256, 64, 40
-    x, y, w, g = make_fcgp(alg, (B,), n_in, n_out, dtype, seed_for(f"scratch/{alg.name}/{mode}") % 997)
-    s = stream_handle()
-    out, norms = torch.empty_like(g), torch.empty(B, alg.G, device="cuda")
-    fc._C.fcgp_forward(x, y, w, alg.id, True, prec, out=out, norms=norms, stream=s)
-    size = fc._C.workspace_size("fcgp", True, alg.id, DTYPE_NAMES[dtype], B, n_in, n_out, prec, True,
+    x, y, w, g, _, prec, out, norms, s = _normalized_forward(alg, B, n_in, n_out, mode,
+                                                             f"scratch/{alg.name}/{mode}")
+    size = fc._C.workspace_size("fcgp", True, alg.id, DTYPE_NAMES[x.dtype], B, n_in, n_out, prec, True,
                                 torch.cuda.current_device(), True)
     args = (g, x, y, w, alg.id, True, prec)
 
@@ -396,13 +404,8 @@ def go_rows_kept(bwd_on):
 @pytest.mark.parametrize("batch,n_in,n_out", GO_SLICE_SHAPES)
 @pytest.mark.parametrize("alg", ALGS)
 def test_backward_go_slices(go_rows_kept, alg, batch, n_in, n_out, mode):
-    dtype, precision = FCGP_MODES[mode][:2]
-    prec = PRECISION_CODES[precision]
-    x, y, w, g = make_fcgp(alg, (batch,), n_in, n_out, dtype,
-                           seed_for(f"sm90-go-slices/{alg.name}/{batch}/{mode}") % 997)
-    s = stream_handle()
-    out, norms = torch.empty_like(g), torch.empty(batch, alg.G, device="cuda")
-    fc._C.fcgp_forward(x, y, w, alg.id, True, prec, out=out, norms=norms, stream=s)
+    x, y, w, g, precision, prec, out, norms, s = _normalized_forward(
+        alg, batch, n_in, n_out, mode, f"sm90-go-slices/{alg.name}/{batch}/{mode}")
     grads = {}
     for rows in (0, 32, 96, 1056):
         assert fc._C._fcgp_sm90_bwd_go_rows(rows) == rows
@@ -431,13 +434,8 @@ def pdl_kept(go_rows_kept):
 @pytest.mark.parametrize("batch,n_in,n_out", GO_SLICE_SHAPES)
 @pytest.mark.parametrize("alg", ALGS)
 def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
-    dtype, precision = FCGP_MODES[mode][:2]
-    prec = PRECISION_CODES[precision]
-    x, y, w, g = make_fcgp(alg, (batch,), n_in, n_out, dtype,
-                           seed_for(f"sm90-pdl/{alg.name}/{batch}/{mode}") % 997)
-    s = stream_handle()
-    out, norms = torch.empty_like(g), torch.empty(batch, alg.G, device="cuda")
-    fc._C.fcgp_forward(x, y, w, alg.id, True, prec, out=out, norms=norms, stream=s)
+    x, y, w, g, precision, prec, out, norms, s = _normalized_forward(
+        alg, batch, n_in, n_out, mode, f"sm90-pdl/{alg.name}/{batch}/{mode}")
 
     def run(pdl, rows):
         assert fc._C._fcgp_sm90_bwd_pdl(pdl) == pdl and fc._C._fcgp_sm90_bwd_go_rows(rows) == rows
