@@ -1,0 +1,77 @@
+"""Run the CUDA FCGP forward and backward over and over, synchronizing after each, and say where
+it stops: the check for an intermittent hang (NOTES_FCGP.md session 28).
+
+    python benchmarks/fcgp_hang_check.py [--cells ALG,DTYPE,B,N ...] [--iters 200]
+    python benchmarks/fcgp_hang_check.py --small I     # case I of the racecheck set, once
+
+Run it under `timeout` (benchmarks/fcgp_hang_check.sh does): a line is printed and flushed
+before and after each synchronized phase, so the last line of a killed run names the cell, the
+iteration and the phase that did not finish. --small runs one case of results/fcgp-s24/
+racecheck_small.py's set (the torch op's forward and backward, small shapes) so that racecheck
+can be given one case at a time. Needs a GPU.
+"""
+
+import argparse
+import sys
+import time
+
+import torch
+from fcgp_parts import CELLS, cases
+
+import flashclifford as fc
+
+# racecheck_small.py's set: (algebra n, dtype, precision, B, N_in, N_out)
+SMALL = [(n, dt, prec, B, ni, no)
+         for n in (2, 3)
+         for dt, prec in ((torch.float32, "tf32"), (torch.bfloat16, "highest"))
+         for B, ni, no in ((70, 64, 96), (2085, 72, 24))]
+
+
+def say(msg):
+    print(f"{time.monotonic():10.3f} {msg}", flush=True)
+
+
+def run_small(i):
+    n, dt, prec, B, ni, no = SMALL[i]
+    alg = fc.Algebra(n)
+    torch.manual_seed(i)
+    x = torch.randn(alg.D, B, ni, device="cuda").to(dt).requires_grad_()
+    y = torch.randn(alg.D, B, ni, device="cuda").to(dt).requires_grad_()
+    w = (torch.randn(alg.P, ni, no, device="cuda") / ni**0.5).to(dt).requires_grad_()
+    g = torch.randn(alg.D, B, no, device="cuda").to(dt)
+    say(f"small {i}: Cl({n},0) {dt} {prec} B{B} {ni}->{no} forward")
+    out = fc.gelu_fcgp_norm(x, y, w, alg, True, precision=prec)
+    torch.cuda.synchronize()
+    say(f"small {i}: backward")
+    out.backward(g)
+    torch.cuda.synchronize()
+    say(f"small {i}: done")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", nargs="*", default=CELLS)
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--small", type=int, default=None,
+                    help=f"one case of the racecheck set (0-{len(SMALL) - 1})")
+    args = ap.parse_args(argv)
+    if args.small is not None:
+        run_small(args.small)
+        return
+    torch.backends.cuda.matmul.allow_tf32 = True
+    say(f"{torch.cuda.get_device_name(0)}; Hopper forward {fc._C._fcgp_sm90()}, backward {fc._C._fcgp_sm90_bwd()}")
+    for cell in args.cells:
+        n, dtype, B, N = cell.split(",")
+        fns = dict(cases(int(n), dtype, int(B), int(N)))
+        torch.cuda.synchronize()
+        for it in range(args.iters):
+            for phase in ("forward", "backward"):
+                fns[phase]()
+                torch.cuda.synchronize()
+            if it % 50 == 0 or it == args.iters - 1:
+                say(f"Cl({n},0) {dtype} {B}x{N}: iteration {it} done")
+    say("all done")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

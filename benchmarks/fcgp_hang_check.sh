@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The hang check of NOTES_FCGP.md session 28, on a built tree (gpu_check.sh STAGES=build): the
+# forward and backward of issue 4's cells in a loop under each chain setting, then racecheck over
+# the small set one case at a time, everything under a timeout, logs straight to $OUT.
+#   ITERS=200 LOOP_S=90 CASE_S=150 bash benchmarks/fcgp_hang_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu_check_out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+status=0
+verdict() { # $1: exit status, $2: what ran
+    case $1 in
+    0) echo "ok: $2" ;;
+    124 | 137) echo "DID NOT FINISH: $2"; status=1 ;;
+    *) echo "FAILED ($1): $2"; status=1 ;;
+    esac
+}
+for s in "FLASHCLIFFORD_FCGP_BWD_PDL=0" "FLASHCLIFFORD_FCGP_BWD_PDL=1"; do
+    log="$OUT/hang_loop_${s##*=}.log"
+    env "$s" timeout "${LOOP_S:-90}" python3 benchmarks/fcgp_hang_check.py --iters "${ITERS:-200}" >"$log" 2>&1
+    verdict $? "loop under $s (last line: $(tail -n 1 "$log"))"
+done
+if [ "${RACECHECK:-1}" = 1 ]; then
+    for i in 0 1 2 3 4 5 6 7; do
+        log="$OUT/racecheck_case$i.log"
+        start=$SECONDS
+        timeout "${CASE_S:-150}" compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp \
+            python3 benchmarks/fcgp_hang_check.py --small "$i" >"$log" 2>&1
+        rc=$?
+        verdict $rc "racecheck case $i after $((SECONDS - start)) s ($(grep -h "RACECHECK SUMMARY" "$log" || tail -n 1 "$log"))"
+    done
+fi
+exit $status
