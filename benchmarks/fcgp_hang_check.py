@@ -59,7 +59,8 @@ def main(argv):
         run_small(args.small)
         return
     torch.backends.cuda.matmul.allow_tf32 = True
-    say(f"{torch.cuda.get_device_name(0)}; Hopper forward {fc._C._fcgp_sm90()}, backward {fc._C._fcgp_sm90_bwd()}")
+    sw = f"Hopper forward {fc._C._fcgp_sm90()}, backward {fc._C._fcgp_sm90_bwd()}"
+    say(f"{torch.cuda.get_device_name(0)}; {sw}")
     for cell in args.cells:
         n, dtype, B, N = cell.split(",")
         fns = dict(cases(int(n), dtype, int(B), int(N)))
