@@ -185,6 +185,20 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
 constexpr int kEpilogueRegs = 168;
 static_assert(3 * kEpilogueRegs == kProducerRegs + 2 * kConsumerRegs, "the registers the K loop held");
 
+/* Named barrier 2 over all 384 threads: the consumers arrive once their setmaxnreg.dec has given
+ * their registers back, and the producer waits there before its setmaxnreg.inc. Without it a
+ * producer warp could take back at its inc the registers its first dec had just released, before
+ * the consumers' inc at the start was served. The consumers then wait for registers that never
+ * come, the producer for stages they never release: a hang that depends on scheduling, the likely
+ * cause of a chain run and a racecheck run that never finished (NOTES_FCGP.md session 28). PTX also
+ * requires a warpgroup to synchronize explicitly between two of its setmaxnreg. The non-.aligned
+ * forms, since the two sides arrive from different code. */
+__device__ __forceinline__ void regs_returned_arrive()
+{
+    asm volatile("barrier.arrive 2, %0;\n" ::"n"(kSplitThreads) : "memory");
+}
+__device__ __forceinline__ void regs_returned_wait() { asm volatile("barrier.sync 2, %0;\n" ::"n"(kSplitThreads) : "memory"); }
+
 /* The x, y rows of a CTA's share of gz's epilogue (rows [grp SHARE / BN, (grp + 1) SHARE / BN) of
  * the tile, columns [n0, n0 + BN), every component) into L2 by the producer's warp (lane i of 32)
  * once it has issued the last step, a ring's depth before the K loop ends: the epilogue loads
@@ -276,7 +290,9 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         __syncwarp();
         if (tid < kConsumerThreads + 32)
             prefetch_share<C>(x, y, cs, B, Ni, m0, n0, grp, tid - kConsumerThreads);
-        /* then it joins the epilogue, with the registers the consumers give back after staging */
+        /* then it joins the epilogue, with the registers the consumers give back after staging,
+         * once they have given them */
+        regs_returned_wait();
         wg::setmaxnreg_inc<kEpilogueRegs>();
     } else {
         wg::setmaxnreg_inc<kConsumerRegs>();
@@ -292,6 +308,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
                 run(I1{}, I1{});
         }
         wg::setmaxnreg_dec<kEpilogueRegs>(); /* the accumulators are staged */
+        regs_returned_arrive();
     }
     /* this CTA's share of the tile's positions, in rounds of all three warpgroups (the producer's
      * idled through the epilogue, a quarter of the consumers' time; with it gz measured 470 ->
