@@ -2,7 +2,8 @@
 # The hang check of NOTES_FCGP.md session 28, on a built tree (gpu_check.sh STAGES=build): the
 # forward and backward of issue 4's cells in a loop under each chain setting, then racecheck over
 # the small set one case at a time, everything under a timeout, logs straight to $OUT.
-#   ITERS=200 LOOP_S=90 CASE_S=150 bash benchmarks/fcgp_hang_check.sh
+#   ITERS=1000 LOOP_S=90 CASE_S=150 bash benchmarks/fcgp_hang_check.sh
+# LOOPS=0 skips the loops, RACECHECK=0 the racecheck runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_check_out}
@@ -16,9 +17,11 @@ verdict() { # $1: exit status, $2: what ran
     *) echo "FAILED ($1): $2"; status=1 ;;
     esac
 }
-for s in "FLASHCLIFFORD_FCGP_BWD_PDL=0" "FLASHCLIFFORD_FCGP_BWD_PDL=1"; do
+loops=("FLASHCLIFFORD_FCGP_BWD_PDL=0" "FLASHCLIFFORD_FCGP_BWD_PDL=1")
+[ "${LOOPS:-1}" = 1 ] || loops=()
+for s in "${loops[@]}"; do
     log="$OUT/hang_loop_${s##*=}.log"
-    env "$s" timeout "${LOOP_S:-90}" python3 benchmarks/fcgp_hang_check.py --iters "${ITERS:-200}" >"$log" 2>&1
+    env "$s" timeout "${LOOP_S:-90}" python3 benchmarks/fcgp_hang_check.py --iters "${ITERS:-1000}" >"$log" 2>&1
     verdict $? "loop under $s (last line: $(tail -n 1 "$log"))"
 done
 if [ "${RACECHECK:-1}" = 1 ]; then
