@@ -3,7 +3,7 @@
 # $OUT so that a call cut at its limit still brings its logs back.
 #   call A (a cold machine): bash benchmarks/results/fcgp-s28/next_session.sh A
 #     main's tree (gz's register hand-off fixed) and two patches built side by side, A/B'd under
-#     plain order and the chain, then the hang loops on main's tree
+#     plain order and the chain, then the hang loops on main's tree and the in-place gW lab
 #   call B (the same warm machine, right after): bash benchmarks/results/fcgp-s28/next_session.sh B
 #     the three FCGP test files, racecheck one case at a time, memcheck --hopper, SASS, the issue-4 bench
 set -uo pipefail
@@ -16,6 +16,7 @@ A)
     SETTINGS="FLASHCLIFFORD_FCGP_BWD_PDL=0;base" OUT="$R/ab" timeout 420 bash benchmarks/fcgp_ab_trees.sh 2>&1 |
         tee "$R/ab.log" | grep -E "=====|#####|^Cl|gz_|gw_|fail|rror|patch"
     RACECHECK=0 OUT="$R" timeout 150 bash benchmarks/fcgp_hang_check.sh
+    OUT="$R/lab" timeout 90 bash benchmarks/lab/run_gw_inplace_lab.sh
     ;;
 B)
     export OUT="$R"
