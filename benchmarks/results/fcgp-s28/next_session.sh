@@ -19,10 +19,10 @@ A)
     ;;
 B)
     export OUT="$R"
-    RACECHECK=0 timeout 150 bash benchmarks/fcgp_hang_check.sh
+    RACECHECK=0 LOOP_S=60 timeout 130 bash benchmarks/fcgp_hang_check.sh
     GPU_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" STAGES=test \
         timeout 200 bash tests/gpu_check.sh | tail -n 6
-    LOOPS=0 CASE_S=30 timeout 230 bash benchmarks/fcgp_hang_check.sh
+    LOOPS=0 CASE_S=28 timeout 235 bash benchmarks/fcgp_hang_check.sh
     ;;
 C)
     export OUT="$R"
