@@ -1,12 +1,12 @@
-"""Run the CUDA FCGP forward and backward over and over, synchronizing after each, and say where
-it stops: the check for an intermittent hang (NOTES_FCGP.md session 28).
+"""The CUDA FCGP forward and backward in a loop, synchronized after each: a hang check.
+
+Run it under `timeout` to catch an intermittent hang (NOTES_FCGP.md session 28): a line is
+printed and flushed after each cell's progress, so a killed run's last line says how far it got.
 
     python benchmarks/fcgp_hang_check.py [--cells ALG,DTYPE,B,N ...] [--iters 200]
     python benchmarks/fcgp_hang_check.py --small I     # case I of the racecheck set, once
 
-Run it under `timeout` (benchmarks/fcgp_hang_check.sh does): a line is printed and flushed
-before and after each synchronized phase, so the last line of a killed run names the cell, the
-iteration and the phase that did not finish. --small runs one case of results/fcgp-s24/
+benchmarks/fcgp_hang_check.sh runs it under `timeout`. --small runs one case of results/fcgp-s24/
 racecheck_small.py's set (the torch op's forward and backward, small shapes) so that racecheck
 can be given one case at a time. Needs a GPU.
 """
