@@ -14,6 +14,7 @@
 # selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too; SANITIZE_ARGS="--hopper": gpu_sanitize.py's
 # Hopper FCGP cases alone, for every tool); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
 # GPU_TESTS="tests/test_gpu_fcgp.py ..." narrows the test stage to those files (default tests/);
+# TEST_TIMEOUT_S bounds each test run (default 1800 s);
 # logs and results go to $OUT (default gpu_check_out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,19 +43,24 @@ fi
 
 if has test; then
     step "GPU tests"
-    # --durations: where the stage's minutes go (device time is what a GPU session runs short of)
+    # --durations: where the stage's minutes go (device time is what a GPU session runs short of);
+    # the timeout turns a hang into a failed stage (exit 124) instead of a stalled check
     # shellcheck disable=SC2086  # GPU_TESTS is a list of paths
-    python3 -m pytest -q -m gpu -p no:cacheprovider --durations=30 ${GPU_TESTS:-tests/} 2>&1 |
+    timeout "${TEST_TIMEOUT_S:-1800}" python3 -m pytest -q -m gpu -p no:cacheprovider --durations=30 ${GPU_TESTS:-tests/} 2>&1 |
         tee "$OUT/pytest_gpu.log" | tail -n 60
-    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -ne 124 ] || echo "GPU tests: did not finish within ${TEST_TIMEOUT_S:-1800} s"
+    [ "$rc" -eq 0 ] || status=1
 fi
 
 if has sidestream; then
     # conftest.py runs every gpu test inside `with torch.cuda.stream(side)` (TESTPLAN H3)
     step "GPU tests, every test on a side stream"
-    FLASHCLIFFORD_TEST_SIDE_STREAM=1 python3 -m pytest -q -m "$SIDESTREAM_MARKS" -p no:cacheprovider tests/ 2>&1 |
-        tee "$OUT/pytest_gpu_sidestream.log" | tail -n 25
-    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    FLASHCLIFFORD_TEST_SIDE_STREAM=1 timeout "${TEST_TIMEOUT_S:-1800}" python3 -m pytest -q -m "$SIDESTREAM_MARKS" \
+        -p no:cacheprovider tests/ 2>&1 | tee "$OUT/pytest_gpu_sidestream.log" | tail -n 25
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -ne 124 ] || echo "side-stream tests: did not finish within ${TEST_TIMEOUT_S:-1800} s"
+    [ "$rc" -eq 0 ] || status=1
 fi
 
 if has hang; then
