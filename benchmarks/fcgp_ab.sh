@@ -3,7 +3,8 @@
 #   SETTINGS="base;FLASHCLIFFORD_FCGP_GZ_ROWS=2;FLASHCLIFFORD_FCGP_FWD_CLUSTER=3" bash benchmarks/fcgp_ab.sh
 # For each setting (";"-separated; "base" = the defaults; a setting may set several variables,
 # space-separated): with TESTS=1, tests/test_gpu_fcgp_sm90.py under it, then
-# fcgp_parts.py --kernels under it (CELLS: its --cells, default issue 4's four). Logs to $OUT.
+# fcgp_parts.py --kernels under it (CELLS: its --cells, default issue 4's four), each run under a
+# timeout (PARTS_S, TEST_TIMEOUT_S). Logs to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_check_out}
@@ -17,13 +18,14 @@ for s in "${settings[@]}"; do
     [ "$s" = base ] || read -r -a vars <<<"$s"
     if [ "${TESTS:-0}" = 1 ]; then
         echo "=== tests: $s ($(date +%T))"
-        env "${vars[@]}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp_sm90.py 2>&1 |
+        env "${vars[@]}" timeout "${TEST_TIMEOUT_S:-600}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp_sm90.py 2>&1 |
             tee "$OUT/tests_$label.txt" | tail -n 5
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     fi
     echo "=== parts: $s ($(date +%T))"
     # shellcheck disable=SC2086  # CELLS is a list
-    env "${vars[@]}" python3 benchmarks/fcgp_parts.py --kernels ${CELLS:+--cells $CELLS} 2>&1 |
+    # under a timeout (PARTS_S): a run that hangs fails its setting and the next one still runs
+    env "${vars[@]}" timeout "${PARTS_S:-150}" python3 benchmarks/fcgp_parts.py --kernels ${CELLS:+--cells $CELLS} 2>&1 |
         grep -v -i "warn" | tee "$OUT/parts_$label.txt" | grep -E "^Cl|tma_kernel|finalize|reduce"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
