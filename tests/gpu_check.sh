@@ -27,6 +27,18 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 status=0
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
 step() { echo; echo "=== $* ($(date +%T))"; }
+# pytest_stage WHAT LOG LINES ARGS...: pytest ARGS under TEST_TIMEOUT_S, logged to $OUT/LOG with
+# its last LINES lines shown; the timeout turns a hang into a failed stage (exit 124) instead of
+# a stalled check
+pytest_stage() {
+    local what=$1 log=$2 lines=$3 rc
+    shift 3
+    timeout "${TEST_TIMEOUT_S:-1800}" python3 -m pytest -q -p no:cacheprovider "$@" 2>&1 | tee "$OUT/$log" |
+        tail -n "$lines"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -ne 124 ] || echo "$what: did not finish within ${TEST_TIMEOUT_S:-1800} s"
+    [ "$rc" -eq 0 ] || status=1
+}
 
 nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' ')
@@ -43,24 +55,16 @@ fi
 
 if has test; then
     step "GPU tests"
-    # --durations: where the stage's minutes go (device time is what a GPU session runs short of);
-    # the timeout turns a hang into a failed stage (exit 124) instead of a stalled check
+    # --durations: where the stage's minutes go (device time is what a GPU session runs short of)
     # shellcheck disable=SC2086  # GPU_TESTS is a list of paths
-    timeout "${TEST_TIMEOUT_S:-1800}" python3 -m pytest -q -m gpu -p no:cacheprovider --durations=30 ${GPU_TESTS:-tests/} 2>&1 |
-        tee "$OUT/pytest_gpu.log" | tail -n 60
-    rc=${PIPESTATUS[0]}
-    [ "$rc" -ne 124 ] || echo "GPU tests: did not finish within ${TEST_TIMEOUT_S:-1800} s"
-    [ "$rc" -eq 0 ] || status=1
+    pytest_stage "GPU tests" pytest_gpu.log 60 -m gpu --durations=30 ${GPU_TESTS:-tests/}
 fi
 
 if has sidestream; then
     # conftest.py runs every gpu test inside `with torch.cuda.stream(side)` (TESTPLAN H3)
     step "GPU tests, every test on a side stream"
-    FLASHCLIFFORD_TEST_SIDE_STREAM=1 timeout "${TEST_TIMEOUT_S:-1800}" python3 -m pytest -q -m "$SIDESTREAM_MARKS" \
-        -p no:cacheprovider tests/ 2>&1 | tee "$OUT/pytest_gpu_sidestream.log" | tail -n 25
-    rc=${PIPESTATUS[0]}
-    [ "$rc" -ne 124 ] || echo "side-stream tests: did not finish within ${TEST_TIMEOUT_S:-1800} s"
-    [ "$rc" -eq 0 ] || status=1
+    FLASHCLIFFORD_TEST_SIDE_STREAM=1 pytest_stage "side-stream tests" pytest_gpu_sidestream.log 25 \
+        -m "$SIDESTREAM_MARKS" tests/
 fi
 
 if has hang; then
