@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A/B of source variants on one GPU machine, in one call: this tree and, for each patch in
 # PATCHES (space-separated paths, applied to a copy of this tree), the patched copy, built at the
-# same time (one nvcc a unit, so two builds take about as long as one), then fcgp_ab.sh in each,
+# same time by each tree's own `STAGES=build tests/gpu_check.sh` (one nvcc a unit, so two builds
+# take about as long as one; logs and gpu.txt in $OUT/<label>), then fcgp_ab.sh in each,
 # one after another (SETTINGS, CELLS, TESTS as there). Logs to $OUT/base and $OUT/<patch name>.
 #   PATCHES="benchmarks/results/fcgp-s27/gz_pipelined.patch" SETTINGS="FLASHCLIFFORD_FCGP_BWD_PDL=0" \
 #       bash benchmarks/fcgp_ab_trees.sh
@@ -13,8 +14,6 @@ OUT=${OUT:-gpu_check_out}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 ROOT=$PWD
-arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' ')
-nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 
 trees=("$ROOT") labels=(base)
 for p in ${PATCHES:-}; do
@@ -28,16 +27,15 @@ for p in ${PATCHES:-}; do
     trees+=("$dst") labels+=("$label")
 done
 
-echo "=== build ${labels[*]} for sm_${arch/./} ($(date +%T))"
+echo "=== build ${labels[*]} ($(date +%T))"
 pids=()
-for i in "${!trees[@]}"; do
+for i in "${!trees[@]}"; do # each tree's own build stage, all at once (its log: $OUT/<label>/build.log)
     mkdir -p "$OUT/${labels[$i]}"
-    (cd "${trees[$i]}" && FLASHCLIFFORD_CUDA_ARCHS="$arch" FLASHCLIFFORD_NVCC_JOBS="$(nproc)" \
-        python3 setup.py build_ext --inplace --force >"$OUT/${labels[$i]}/build.log" 2>&1) &
+    STAGES=build OUT="$OUT/${labels[$i]}" bash "${trees[$i]}/tests/gpu_check.sh" >"$OUT/${labels[$i]}/build_stage.log" 2>&1 &
     pids+=($!)
 done
 for i in "${!pids[@]}"; do
-    wait "${pids[$i]}" || { tail -n 30 "$OUT/${labels[$i]}/build.log"; echo "build ${labels[$i]} failed"; exit 1; }
+    wait "${pids[$i]}" || { tail -n 40 "$OUT/${labels[$i]}/build_stage.log"; echo "build ${labels[$i]} failed"; exit 1; }
 done
 echo "=== built ($(date +%T))"
 
