@@ -143,9 +143,9 @@ static int check(const std::vector<float> &sm, const std::vector<float> &x, bool
                 const int R = perm ? permuted_row(S) : S;
                 const int stored = ((col / 4) ^ (S % 8)) * 4 + col % 4;
                 const float want = x[((size_t)c * B + 16 * blk + R) * NI + 32 * half + col];
-                if (sm[(size_t)i * BOX_FLOATS + S * 32 + stored] != want && bad++ < 5)
-                    printf("  box %d row %d col %d: %g, want %g\n", i, S, col, sm[(size_t)i * BOX_FLOATS + S * 32 + stored],
-                           want);
+                const float got = sm[(size_t)i * BOX_FLOATS + S * 32 + stored];
+                if (got != want && bad++ < 5)
+                    printf("  box %d row %d col %d: %g, want %g\n", i, S, col, got, want);
             }
     }
     return bad;
