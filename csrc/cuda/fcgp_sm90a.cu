@@ -185,7 +185,7 @@ void set_norm_wait_us(long long us) { g_norm_wait.store(std::min<long long>(us, 
 
 bool bwd_planned(const fc_args *a, int mode, int operand_bytes)
 {
-    /* grids: go_transpose (B / 32, N_out / 32), gelu_transpose (N_in padded to 64 / 32, B / 32,
+    /* grids: go_transpose (B / 32, N_out / 32), gelu_transpose (N_in padded to 64 / 32 or 64, B / 32,
      * 2), gz (N_in / BN x groups, B / 64); gW's tiles and a block's steps over them in int */
     return bwd_enabled() && cdiv(a->B, 32) <= 65535 && cdiv(a->N_out, 32) <= 65535 &&
            2 * cdiv(a->N_in, kRows) <= 65535 && gw_tiles(a) <= INT_MAX / 2 &&
@@ -863,9 +863,12 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 xgt = (E *)(p + L.xgt), ygt = (E *)(p + L.ygt);
                 dcs = gw_rows(Ni) * Bp;
             }
-            FC_CUDA_CHECK(pdl::launch(chain.next(), gelu_transpose<MODE, D>,
-                                      dim3((unsigned)(gw_rows(Ni) / 32), (unsigned)cdiv(Bp, 32), 2), dim3(256), 0, st,
-                                      x + b0 * Ni, y + b0 * Ni, xgt, ygt, rows, Ni, Bp, B * Ni, dcs, (int)a->gate));
+            /* bf16 two columns a load where both inputs allow it */
+            const bool pair = MODE == kBF16 && Ni % 2 == 0 && ((uintptr_t)x | (uintptr_t)y) % 4 == 0;
+            const dim3 tgrid((unsigned)(gw_rows(Ni) / gelu_transpose_cols(MODE)), (unsigned)cdiv(Bp, 32), 2);
+            FC_CUDA_CHECK(pdl::launch(chain.next(), pair ? gelu_transpose<MODE, D, MODE == kBF16> : gelu_transpose<MODE, D>,
+                                      tgrid, dim3(256), 0, st, x + b0 * Ni, y + b0 * Ni, xgt, ygt, rows, Ni, Bp, B * Ni,
+                                      dcs, (int)a->gate));
             FC_LAUNCH_CHECK(st);
         }
 

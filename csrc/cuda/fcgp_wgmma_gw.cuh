@@ -144,53 +144,89 @@ __host__ __device__ constexpr int64_t xgt_offset(int64_t dcs, int64_t NB, int c,
     return c * dcs + ((q / KS) * NB + n / 64) * (64 * KS) + (n % 64) * KS + q % KS;
 }
 
+/* gelu_transpose's tile width in N_in: 32, or in bf16 the whole 64-row block of xgt_offset, so
+ * that a block moves as many bytes as in fp32 with as many loads (two elements each) */
+__host__ __device__ constexpr int gelu_transpose_cols(int mode) { return mode == kBF16 ? 64 : 32; }
+
 /* xg^T, yg^T (xgt_offset) of one batch chunk from x (D, rows of B, N_in; component stride cs),
  * MVGELU applied when gate (SPEC: xg_i = x_i Phi(x_0)), in the operand type, the batch inside
  * each block of kBatchBlock in gW's order (xgt_row); components dcs apart (NB 64 Bp, or wider
  * where it lies in grad_x; 16-byte aligned, dcs a multiple of 16 bytes); blockIdx.z picks x ->
- * xgt or y -> ygt. A 32 x 32 tile (rows of N_in x batch positions) of all D components through
- * shared memory: every thread's D x 4 loads go out before the one barrier (one component a
- * barrier, as up to session 21, left 4 loads a thread in flight: 122 us against 85 at the copy
- * rate, Cl(3,0) tf32), along x's rows; the 16-byte stores go along the stage-order runs (32 rows
- * x KS positions contiguous a step); rows from N_in to NB 64 and positions from B to Bp get
- * zeros. */
-template <int MODE, int D>
+ * xgt or y -> ygt. A TC x 32 tile (rows of N_in x batch positions, TC = gelu_transpose_cols) of
+ * all D components through shared memory: every thread's D x 4 loads go out before the one
+ * barrier (one component a barrier, as up to session 21, left 4 loads a thread in flight: 122 us
+ * against 85 at the copy rate, Cl(3,0) tf32), along x's rows; the 16-byte stores go along the
+ * stage-order runs (TC rows x KS positions contiguous a step); rows from N_in to NB 64 and
+ * positions from B to Bp get zeros. bf16 stages the rounded values (the same bits as rounding
+ * at the store) two columns a thread, as one 4-byte load where PAIR (N_in even, x and y 4-byte
+ * aligned); 32 columns of 2-byte loads ran at about 1.8 TB/s against 2.7 in fp32 (NOTES_FCGP.md
+ * session 27). */
+template <int MODE, int D, bool PAIR = false>
 __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y,
                                                        Elem<MODE> *__restrict__ xgt, Elem<MODE> *__restrict__ ygt,
                                                        int64_t B, int64_t Ni, int64_t Bp, int64_t cs, int64_t dcs,
                                                        int gate)
 {
     using E = Elem<MODE>;
-    constexpr int KS = MODE == kTF32 ? 8 : 16, V = 16 / sizeof(E), PIECES = 32 * 32 / V; /* a component's */
+    constexpr int KS = MODE == kTF32 ? 8 : 16, V = 16 / sizeof(E), TC = gelu_transpose_cols(MODE), CW = TC / 32;
+    constexpr int PIECES = 32 * TC / V; /* a component's */
+    using S = typename std::conditional<MODE == kBF16, E, float>::type; /* what the tile holds */
     static_assert(32 % kBatchBlock == 0 && kBatchBlock % KS == 0 && KS % V == 0, "a tile holds whole blocks, steps, pieces");
-    __shared__ float tile[D][32][33];
+    static_assert(!PAIR || MODE == kBF16, "pairs of bf16 columns");
+    __shared__ S tile[D][32][TC + CW]; /* a row 33 words: the staging stores hit 32 banks */
     pdl::free_start(); /* it writes only this chunk's xg^T, yg^T, which nothing reads until gW */
     const E *src = blockIdx.z ? y : x;
     E *dst = blockIdx.z ? ygt : xgt;
-    const int64_t n0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32, NB = (Ni + 63) / 64;
+    const int64_t n0 = (int64_t)blockIdx.x * TC, b0 = (int64_t)blockIdx.y * 32, NB = (Ni + 63) / 64;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-    float v[D][4];
-#pragma unroll
-    for (int c = 0; c < D; ++c)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int64_t b = b0 + ty + 8 * r, n = n0 + tx;
-            v[c][r] = b < B && n < Ni ? load<E>(src[c * cs + b * Ni + n]) : 0.f;
-        }
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const float ph = gate ? gelu_gate(v[0][r]) : 1.f; /* the gate from component 0 */
+    if constexpr (MODE == kBF16) { /* two columns a thread, kept packed until staged (64 registers at D 8) */
+        __nv_bfloat162 raw[D][4];
 #pragma unroll
         for (int c = 0; c < D; ++c)
-            tile[c][ty + 8 * r][tx] = v[c][r] * ph;
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int64_t b = b0 + ty + 8 * r, n = n0 + 2 * tx;
+                const E *p = src + c * cs + b * Ni + n;
+                const E zero = __float2bfloat16(0.f);
+                if constexpr (PAIR) /* N_in even: both columns or neither */
+                    raw[c][r] = b < B && n < Ni ? *(const __nv_bfloat162 *)p : __halves2bfloat162(zero, zero);
+                else
+                    raw[c][r] = __halves2bfloat162(b < B && n < Ni ? p[0] : zero, b < B && n + 1 < Ni ? p[1] : zero);
+            }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const float2 x0 = __bfloat1622float2(raw[0][r]); /* the gates from component 0 */
+            const float p0 = gate ? gelu_gate(x0.x) : 1.f, p1 = gate ? gelu_gate(x0.y) : 1.f;
+#pragma unroll
+            for (int c = 0; c < D; ++c) {
+                const float2 f = __bfloat1622float2(raw[c][r]);
+                *(__nv_bfloat162 *)&tile[c][ty + 8 * r][2 * tx] = __floats2bfloat162_rn(f.x * p0, f.y * p1);
+            }
+        }
+    } else {
+        float v[D][4];
+#pragma unroll
+        for (int c = 0; c < D; ++c)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int64_t b = b0 + ty + 8 * r, n = n0 + tx;
+                v[c][r] = b < B && n < Ni ? load<E>(src[c * cs + b * Ni + n]) : 0.f;
+            }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const float ph = gate ? gelu_gate(v[0][r]) : 1.f; /* the gate from component 0 */
+#pragma unroll
+            for (int c = 0; c < D; ++c)
+                tile[c][ty + 8 * r][tx] = v[c][r] * ph;
+        }
     }
     __syncthreads();
     /* 16-byte pieces: piece i of a component holds positions [q0, q0 + V) of row nl of the
-     * tile's step i V / (32 KS), so a warp stores 512 contiguous bytes */
+     * tile's step i V / (TC KS), so a warp stores 512 contiguous bytes */
     static_assert(D * PIECES % 256 == 0, "whole rounds of pieces");
 #pragma unroll
     for (int it = 0; it < D * PIECES / 256; ++it) {
-        const int w = it * 256 + threadIdx.x, c = w / PIECES, i0 = w % PIECES * V, step = i0 / (32 * KS), nl = i0 / KS % 32, q0 = i0 % KS;
+        const int w = it * 256 + threadIdx.x, c = w / PIECES, i0 = w % PIECES * V, step = i0 / (TC * KS), nl = i0 / KS % TC, q0 = i0 % KS;
         const int64_t q = b0 + step * KS + q0;
         if (q >= Bp) /* zeros from B to Bp: the maps read whole steps; past Bp nothing */
             continue;
@@ -198,7 +234,7 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
 #pragma unroll
         for (int k = 0; k < V; ++k) {
             const int pos = step * KS + q0 + k;
-            e[k] = store<E>(tile[c][pos / kBatchBlock * kBatchBlock + xgt_row(MODE, pos % kBatchBlock)][nl]);
+            e[k] = store<E>(load<S>(tile[c][pos / kBatchBlock * kBatchBlock + xgt_row(MODE, pos % kBatchBlock)][nl]));
         }
         *(uint4 *)(dst + xgt_offset<MODE>(dcs, NB, c, n0 + nl, q)) = *(const uint4 *)e;
     }
