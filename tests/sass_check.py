@@ -2,6 +2,8 @@
 on tensor cores, HGMMA where wgmma is used), read off the extension's SASS.
 
     python tests/sass_check.py [path/to/_C*.so]    (default: the built extension)
+    python tests/sass_check.py --mix REGEX [so]     the instruction mix of the kernels whose
+                                                    demangled name matches REGEX (no check)
 
 Runs `cuobjdump -sass` (CUDA toolkit; none on a machine without it: exit 2), groups the
 instructions by kernel, and prints a line per FCGP GEMM kernel: HGMMA, HMMA, FFMA/DFMA counts
@@ -49,7 +51,22 @@ def demangle(names):
     return dict(zip(names, out.stdout.splitlines(), strict=True))
 
 
+def print_mix(counts, names, pattern, top=25):
+    """The most frequent opcodes of each kernel whose demangled name matches pattern."""
+    found = 0
+    for (mangled, arch), c in sorted(counts.items(), key=lambda kv: names[kv[0][0]]):
+        if re.search(pattern, names[mangled]):
+            found += 1
+            total = sum(c.values())
+            print(f"{arch} {names[mangled][:160]}: {total} instructions")
+            print("  " + "  ".join(f"{op} {n}" for op, n in c.most_common(top)))
+    return 0 if found else 1
+
+
 def main(argv):
+    mix = None
+    if argv[:1] == ["--mix"] and len(argv) >= 2:
+        mix, argv = argv[1], argv[2:]
     if not shutil.which("cuobjdump"):
         print("sass_check: no cuobjdump on this machine")
         return 2
@@ -60,6 +77,8 @@ def main(argv):
         return 2
     counts = sass_by_kernel(so)
     names = demangle([n for n, _ in counts])
+    if mix is not None:
+        return print_mix(counts, names, mix)
     bad, notes, rows = [], [], []
     for (mangled, arch), c in sorted(counts.items(), key=lambda kv: names[kv[0][0]]):
         full = names[mangled]
