@@ -211,9 +211,9 @@ __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg
 template <int D, int BM, int X0 = 0, int XC = D, bool LDS = true>
 __device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs, const unsigned char *ys, int r0, int t)
 {
-    /* LDS: by shared address, in program order (the forward: 306 -> 288 us, Cl(3,0) bf16); else
-     * plain loads, as the weight gradient keeps (with LDS it measured 1-3% slower in one run,
-     * no more than the spread between machines: NOTES_FCGP.md session 14) */
+    /* LDS: by shared address, in program order (the forward: 306 -> 288 us, Cl(3,0) bf16; gW,
+     * since session 29: 2-4% faster, 472 -> 454 us Cl(3,0) tf32, NOTES_FCGP.md); else generic
+     * loads (the labs' comparison) */
     const uint32_t xa = smem_u32(xs) + r0 * 32 + t * 8, ya = smem_u32(ys) + r0 * 32 + t * 8;
     auto ld = [&](const unsigned char *p, uint32_t a, int off) {
         return LDS ? lds_b64(a + off) : *(const uint2 *)(p + r0 * 32 + t * 8 + off);
@@ -783,12 +783,15 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     if (ep.mode != kEpiNorm || (int)blockIdx.x >= colblocks || m0 >= B) /* tiles past the output: done */
         return;
     /* count this tile into its row block once its partials are visible to every SM, then wait
-     * (bounded) for the rest (tile_arrive) */
+     * (bounded) for the rest (tile_arrive). One thread's fence after the barrier orders every
+     * consumer's stores before the count (cumulativity through bar.sync, as gW's segment
+     * hand-off and cooperative groups' grid sync rely on): one fence a tile where each of the
+     * 256 threads fenced (speed unchanged within 1.5 us, NOTES_FCGP.md session 29) */
     int *flag = (int *)(smem + STG); /* stage 1 */
     int *const count = ep.arrive + blockIdx.y, *const state = ep.state + (size_t)blockIdx.y * gridDim.x;
-    __threadfence();
     consumers_sync();
     if (tid == 0) {
+        __threadfence();
         const int f = tile_arrive(count, colblocks, state + blockIdx.x, ep.wait_ns);
         __threadfence();
         *flag = f;
@@ -797,10 +800,11 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     const int f = *flag;
     if (f == kTileGaveUp) { /* o for the last tile to scale */
         store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
-        __threadfence();
         consumers_sync();
-        if (tid == 0)
+        if (tid == 0) {
+            __threadfence();
             st_release_gpu(state + blockIdx.x, kTileGaveUp);
+        }
         return;
     }
     constexpr int G = AlgebraTraits<ID>::G;

@@ -97,7 +97,7 @@ template <int ID, int P0, int N> __host__ __device__ constexpr int max_path_pair
  * go_j^T tiles. A path has only ~2 pairs of narrow (N = NT) wgmmas, too little work to wait on
  * alone: the fragments alternate between two register sets, so a path forms its fragments while
  * the previous path's wgmmas run (also across sub-steps), and waits (wait<1>) only for that one. */
-template <int ID, int MODE, int KK, int GR, int WG, bool RN = false, bool LDS = false>
+template <int ID, int MODE, int KK, int GR, int WG, bool RN = false, bool LDS = true>
 __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][GwCfg<ID, MODE, KK>::NT / 2],
                                         const unsigned char *buf, int r0, int t)
 {
