@@ -17,7 +17,12 @@
  *          whether the driver accepts the aliasing strides);
  *   cost:  eight warps load A fragments of one K slice over and over from a 2 KB tile, with the
  *          three row orders (today's got_row positions on natural rows, natural positions, the
- *          permuted box), in clock cycles a load: the bank-conflict ways, measured.
+ *          permuted box), in clock cycles a load. Meant to measure the bank-conflict ways; on the
+ *          H100 (session 29) it read 0.35 cycles in all three orders, so the loop is bound by
+ *          something else and does not show the conflicts (gw_inplace_banks.py counts them).
+ *
+ * The in-place gW this served was built, correct and 1.7-2.6x slower (NOTES_FCGP.md session 29):
+ * dropped. The order check above still holds.
  *
  * Build and run: benchmarks/lab/run_gw_inplace_lab.sh (sm_90a).
  */
