@@ -1,6 +1,6 @@
 """What the parts of the CUDA FCGP cost, beside torch.bmm of the same products.
 
-    python benchmarks/fcgp_parts.py [--cells ALG,DTYPE,B,N ...] [--reps 20] [--kernels | --once]
+    python benchmarks/fcgp_parts.py [--cells ALG,DTYPE,B,N ...] [--reps 20] [--kernels] [--timeline | --once]
 
 For each cell (default: issue 4's, Cl(2,0) and Cl(3,0), float32 with tf32 products and
 bfloat16, B 4096, N 512, normalize): torch.bmm of the T' products (the yardstick), the forward
@@ -12,7 +12,9 @@ stream held, CUDA events, median). Needs a GPU. (The raw backward computes all t
 allocating any not given, so it cannot time one gradient alone: --kernels adds torch.profiler's
 per-kernel times of the forward and the backward, which can. --once runs the forward and the
 backward of each cell once, untimed: the run to profile under ncu, as gpu_check.sh's ncu_fcgp
-stage does.)
+stage does. --timeline prints each kernel's start and end within one call, from the profiler's
+trace: under the backward's programmatic chain the kernels overlap, so their summed times say
+little about which of them the call waits for.)
 """
 
 import argparse
@@ -90,6 +92,50 @@ def kernel_times(name, fn, reps=5):
     print(f"    {name:8s} {'(sum of kernels)':40s}     {total:9.1f} us")
 
 
+def timeline(name, fn, calls=3):
+    """Each kernel's start, end and duration (us) within one call of fn, relative to the call's
+    first kernel, from torch.profiler's trace (device timestamps): the median call of `calls` by
+    span. A kernel launched early under the chain shows its wait inside its duration; `gap` is
+    the time from the latest end before it to its start (negative: it overlaps)."""
+    import json
+    import os
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    runs = []
+    for _ in range(calls):
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        try:
+            prof.export_chrome_trace(path)
+            with open(path) as f:
+                trace = json.load(f)
+        finally:
+            os.unlink(path)
+        ks = sorted((float(e["ts"]), float(e.get("dur", 0.0)), e["name"]) for e in trace.get("traceEvents", [])
+                    if e.get("cat") in ("kernel", "gpu_memset"))
+        if ks:
+            runs.append(ks)
+    if not runs:
+        print(f"    {name:8s} (no kernels in the trace)")
+        return
+    runs.sort(key=lambda ks: max(t + d for t, d, _ in ks) - ks[0][0])
+    ks = runs[len(runs) // 2]
+    t0, last = ks[0][0], ks[0][0]
+    print(f"    {name:8s} {'kernel':40s} {'start':>8s} {'end':>8s} {'dur':>8s} {'gap':>8s}")
+    for t, d, k in ks:
+        short = re.sub(r"<.*", "", k).split("::")[-1][:40]
+        print(f"    {name:8s} {short:40s} {t - t0:8.1f} {t + d - t0:8.1f} {d:8.1f} {t - last:8.1f}")
+        last = max(last, t + d)
+    print(f"    {name:8s} {'(span)':40s} {0.0:8.1f} {last - t0:8.1f}")
+
+
 def pairs(alg):
     """T': the distinct (output component, path) pairs of the kernel algebra's terms."""
     return len({(t[1], t[4]) for t in fc._C.algebra_table(alg)["terms"]})
@@ -100,6 +146,7 @@ def main(argv):
     ap.add_argument("--cells", nargs="*", default=CELLS)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--kernels", action="store_true", help="also each kernel's time (torch.profiler)")
+    ap.add_argument("--timeline", action="store_true", help="also each kernel's start and end in one call")
     ap.add_argument("--once", action="store_true", help="one untimed forward and backward a cell (for ncu)")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -118,6 +165,8 @@ def main(argv):
             print(f"Cl({alg},0) {dtype:8s} {B}x{N} {name:14s} {t.p50 * 1e6:9.1f} us", flush=True)
             if args.kernels and name != "torch.bmm":
                 kernel_times(name, fn)
+            if args.timeline and name != "torch.bmm":
+                timeline(name, fn)
     torch.cuda.synchronize()
 
 
