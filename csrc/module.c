@@ -183,6 +183,11 @@ static PyObject *fcgp_sm90_bwd_pdl(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_bwd_pdl", fc_fcgp_sm90_bwd_pdl_switch);
 }
+static PyObject *fcgp_sm90_bwd_go_fused(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return switch_call(args, "|O:_fcgp_sm90_bwd_go_fused", fc_fcgp_sm90_bwd_go_fused_switch);
+}
 /* _fcgp_sm90_fwd_cluster(shape=-1): set the shape when shape >= 0; returns the setting */
 static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
 {
@@ -271,6 +276,13 @@ static PyMethodDef module_methods[] = {
      "n > 0 n rows in whole 32-row blocks (the transpose then reads grad_out and out back from L2, but the "
      "statistics pass fills the GPU less; measured no faster); bitwise the same result under each. rows >= 0 "
      "sets it; returns the setting. Process-wide; for tests and measurements."},
+    {"_fcgp_sm90_bwd_go_fused", fcgp_sm90_bwd_go_fused, METH_VARARGS,
+     "_fcgp_sm90_bwd_go_fused(on=None)\n--\n\n"
+     "Whether the Hopper FCGP backward forms the norm's row statistics and go^T in one pass, each block "
+     "reading its 16 rows of grad_out and out twice, the second time from L2 (on unless "
+     "FLASHCLIFFORD_FCGP_BWD_GO_FUSED=0 at start-up; off: a statistics pass, then the transpose, in the "
+     "slices of _fcgp_sm90_bwd_go_rows, which the fused pass ignores): None leaves it, True/False sets it; "
+     "returns its state. Process-wide; for tests and measurements."},
     {"_fcgp_sm90_bwd_pdl", fcgp_sm90_bwd_pdl, METH_VARARGS,
      "_fcgp_sm90_bwd_pdl(on=None)\n--\n\n"
      "Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch, so that its "

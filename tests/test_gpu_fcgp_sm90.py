@@ -381,9 +381,10 @@ def test_backward_grads_as_scratch(bwd_on, alg, mode):
                             workspace=torch.empty(size, dtype=torch.uint8, device="cuda"), stream=s)
 
 
-# The norm's row statistics (norm_stats) and go^T's transpose run slice by slice, each slice's
-# transpose right after its statistics (_C._fcgp_sm90_bwd_go_rows: 0, the default, a whole chunk
-# at once; n rows). The same kernels do the same arithmetic for each row, so the gradients must be
+# With the one-pass go_rows off (_C._fcgp_sm90_bwd_go_fused), the norm's row statistics
+# (norm_stats) and go^T's transpose run slice by slice, each slice's transpose right after its
+# statistics (_C._fcgp_sm90_bwd_go_rows: 0, the default, a whole chunk at once; n rows). The same
+# kernels do the same arithmetic for each row, so the gradients must be
 # bitwise those of one slice a chunk for slices of 32 rows (the fewest), 96 (a short last slice;
 # at B 2085 two chunks, the second of 1029 rows padded to 1040) and 1056 (B 2085's first chunk
 # whole, the second too), from the saved output (the torch op) and from the recomputed o (the C
@@ -400,10 +401,16 @@ def go_rows_kept(bwd_on):
     yield from _switched(fc._C._fcgp_sm90_bwd_go_rows, 0)
 
 
+@pytest.fixture
+def go_fused_kept(go_rows_kept):
+    yield from _switched(fc._C._fcgp_sm90_bwd_go_fused, True)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("batch,n_in,n_out", GO_SLICE_SHAPES)
 @pytest.mark.parametrize("alg", ALGS)
-def test_backward_go_slices(go_rows_kept, alg, batch, n_in, n_out, mode):
+def test_backward_go_slices(go_fused_kept, alg, batch, n_in, n_out, mode):
+    assert not fc._C._fcgp_sm90_bwd_go_fused(False)
     x, y, w, g, precision, prec, out, norms, s = _normalized_forward(
         alg, batch, n_in, n_out, mode, f"sm90-go-slices/{alg.name}/{batch}/{mode}")
     grads = {}
@@ -418,15 +425,41 @@ def test_backward_go_slices(go_rows_kept, alg, batch, n_in, n_out, mode):
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
 
 
+# The one-pass statistics and go^T (go_rows, _C._fcgp_sm90_bwd_go_fused, on by default): each block
+# of 16 rows sums its rows' grade dots, then forms go^T reading the rows again. The dots are summed
+# in another order than norm_stats sums them, so the gradients are checked against the float64
+# einsum under each, and bitwise the same from run to run; from the saved output (the torch op) and from
+# the recomputed o (the C call without out); over the shapes above, with row and column tails, two
+# chunks (B 2085, whose second chunk is not whole 16-row blocks), and N_out 45 (no 16-byte runs).
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out", GO_SLICE_SHAPES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_go_fused(go_fused_kept, alg, batch, n_in, n_out, mode):
+    x, y, w, g, precision, prec, out, norms, s = _normalized_forward(
+        alg, batch, n_in, n_out, mode, f"sm90-go-fused/{alg.name}/{batch}/{mode}")
+
+    def run(fused):
+        assert fc._C._fcgp_sm90_bwd_go_fused(fused) == fused
+        from_o = fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, stream=s)
+        return _grads(alg, x, y, w, g, precision), [torch.from_dlpack(t) for t in from_o]
+
+    fused, again, two_pass = run(True), run(True), run(False)
+    for got, want in zip(fused, again, strict=True):
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    for found in (*fused, *two_pass):
+        assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
+
+
 # The backward's kernels as one programmatic chain (_C._fcgp_sm90_bwd_pdl, on by default; pdl.cuh):
 # xg^T's transpose and the norm's statistics of a chunk may run beside the chunk before's gz, every
 # other kernel waits for the one before it. The same kernels do the same arithmetic either way, so
 # the gradients must be bitwise those of plain stream order: over two batch chunks (B 2085: xg^T,
 # yg^T in grad_x, grad_y's rows of each chunk; with gradients 4 bytes off a 16-byte boundary, in
-# the workspace instead), from the saved output and from the recomputed o, with go^T in slices of
-# 96 rows (statistics and transpose interleaved); and against the float64 einsum.
+# the workspace instead), from the saved output and from the recomputed o, with the one-pass
+# go_rows and with the two passes (whole chunks, and slices of 96 rows: statistics and transpose
+# interleaved); and against the float64 einsum.
 @pytest.fixture
-def pdl_kept(go_rows_kept):
+def pdl_kept(go_fused_kept):
     yield from _switched(fc._C._fcgp_sm90_bwd_pdl, True)
 
 
@@ -437,17 +470,19 @@ def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
     x, y, w, g, precision, prec, out, norms, s = _normalized_forward(
         alg, batch, n_in, n_out, mode, f"sm90-pdl/{alg.name}/{batch}/{mode}")
 
-    def run(pdl, rows):
+    def run(pdl, fused, rows):
         assert fc._C._fcgp_sm90_bwd_pdl(pdl) == pdl and fc._C._fcgp_sm90_bwd_go_rows(rows) == rows
+        assert fc._C._fcgp_sm90_bwd_go_fused(fused) == fused
         from_o = fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, stream=s)
         gx, gy, gw = _off_by_4(x), _off_by_4(y), torch.empty_like(w)
         fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, out=out, grad_x=gx, grad_y=gy,
                             grad_weight=gw, stream=s)
         return (_grads(alg, x, y, w, g, precision), [torch.from_dlpack(t) for t in from_o], [gx, gy, gw])
 
-    runs = {(pdl, rows): run(pdl, rows) for pdl in (False, True) for rows in (0, 96)}
-    for rows in (0, 96):
-        for got, want in zip(runs[(True, rows)], runs[(False, rows)], strict=True):
-            assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), rows
-    for found in runs[(True, 0)]:
+    ways = [(True, 0), (False, 0), (False, 96)]  # (one pass, slice rows)
+    runs = {(pdl, *way): run(pdl, *way) for pdl in (False, True) for way in ways}
+    for way in ways:
+        for got, want in zip(runs[(True, *way)], runs[(False, *way)], strict=True):
+            assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), way
+    for found in (*runs[(True, True, 0)], *runs[(True, False, 0)]):
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)

@@ -56,6 +56,7 @@
 
 #include "algebra_traits.cuh"
 #include "common.cuh"
+#include "fcgp_norm_rows.cuh"
 #include "fcgp_plans.cuh"
 #include "fcgp_sm90a.h"
 #include "mma_ptx.cuh"
@@ -396,30 +397,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
-/* A row's grade-g norm r_g: the forward's saved norms when given, else sqrt(sum of the nparts
- * partial sums (each (B, G)) / N_out + eps), as the forward forms it. */
-template <class C>
-__device__ __forceinline__ C row_norm(const C *norms, const C *partial, int nparts, int64_t B, int64_t b, int G, int g,
-                                      int64_t No)
-{
-    if (norms)
-        return norms[b * G + g];
-    C q = 0;
-    for (int s = 0; s < nparts; ++s)
-        q += partial[((int64_t)s * B + b) * G + g];
-    if (No > 0)
-        q /= (C)No;
-    return sqrt(q + (C)FC_NORM_EPS);
-}
-
-/* The norm backward's coefficient of grade g from the row's dot_g (of gout with v) and 1 / r_g:
- * dot_g / (N_out r_g) when v is out (FROM_OUT), dot_g / (N_out r_g^3) when v is o; one formula for
- * norm_bwd and norm_stats. */
-template <bool FROM_OUT, class C> __device__ __forceinline__ C norm_coef(C dot, C inv, int64_t No)
-{
-    return No > 0 ? dot * inv * (FROM_OUT ? C(1) : inv * inv) / (C)No : C(0);
-}
-
 /* out = o / r_g per row, r_g = sqrt(sum of the nparts partials / N_out + eps); o may be out. */
 template <int ID, class C, class Tout>
 __global__ void __launch_bounds__(128) fwd_finalize(const C *o, Tout *out, C *__restrict__ norms,
@@ -537,25 +514,6 @@ __global__ void __launch_bounds__(128) norm_bwd(const Tv *v_in, const Tio *__res
         load_at(m, gv, v);
         finish(m, gv, v);
     }
-}
-
-/* norm_stats' elements a thread a load: 16 bytes of the wider of the two types */
-template <class Tv, class Tg> __host__ __device__ constexpr int stats_run()
-{
-    return 16 / (sizeof(Tv) > sizeof(Tg) ? sizeof(Tv) : sizeof(Tg));
-}
-
-/* V elements from p (aligned to their size when V > 1), in the compute type */
-template <int V, class T, class C>
-__device__ __forceinline__ void load_run(const T *p, C (&out)[V])
-{
-    struct alignas(V * sizeof(T)) Run {
-        T e[V];
-    };
-    const Run r = *(const Run *)p;
-#pragma unroll
-    for (int k = 0; k < V; ++k)
-        out[k] = load<T>(r.e[k]);
 }
 
 /* The norm backward's row statistics alone (B, 2 G: 1 / r_g, then coef_g, as norm_bwd forms
@@ -1319,8 +1277,11 @@ template <int ID, class E, int MODE, class Tio> struct Op {
                 job.v = o, job.parts = (int)parts;
                 in.v = o, in.v_bytes = (int)sizeof(C), in.stats_rows = stats_rows<C, false>;
             }
-            if (in.stats_rows)
+            if (in.stats_rows) {
                 in.stats = job.stats, in.stats_ctx = &job;
+                in.norms = (const float *)a->norms, in.partial = job.part, in.nparts = job.parts;
+                in.from_out = from_out(a);
+            }
             return sm90::backward(a, MODE, in, ws + L.bw90, st);
         } else {
             return FC_ERR_TYPE; /* sm90_bwd_planned() is false for these types */

@@ -20,6 +20,7 @@
 
 #include "common.cuh"
 #include "fcgp_gw_sched.h"
+#include "fcgp_norm_rows.cuh"
 #include "mma_ptx.cuh" /* Mode */
 #include "pdl.cuh"
 
@@ -164,7 +165,21 @@ std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream 
  * the backward 1178 -> 1148 us at Cl(3,0) tf32, 530 -> 501 Cl(2,0) tf32, 765 -> 736 Cl(3,0)
  * bf16, 384 -> 361 Cl(2,0) bf16 (H100, B 4096, N 512, NOTES_FCGP.md session 26). */
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
+namespace {
+std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream order */
+}
+/* The forward GEMM launched by programmatic dependent launch after fwd_prep (on, the default),
+ * so that its launch and set-up overlap the preparation's tail, or in plain stream order;
+ * FLASHCLIFFORD_FCGP_FWD_PDL=0 at start-up (NOTES_FCGP.md session 30). */
+bool fwd_pdl() { return switch_state(g_fwd_pdl, "FLASHCLIFFORD_FCGP_FWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
+namespace {
+std::atomic<int> g_go_fused{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_FUSED: "0" norm_stats, then go_transpose */
+}
+/* The norm's statistics and go^T in one pass (go_rows, on by default) or as two (norm_stats, then
+ * go_transpose, sliced by go_rows_setting). */
+bool go_fused() { return switch_state(g_go_fused, "FLASHCLIFFORD_FCGP_BWD_GO_FUSED", 1); }
+void set_go_fused(bool on) { g_go_fused.store(on ? 1 : 0); }
 bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }
 void set_fused_norm(bool on) { g_fwd_norm.store(on ? 1 : 0); }
 
@@ -426,6 +441,7 @@ __global__ void __launch_bounds__(256) fwd_prep(const Elem<MODE> *__restrict__ w
                                                  Elem<MODE> *__restrict__ g, int64_t n, int *flags, int nflags)
 {
     const int64_t b = blockIdx.x;
+    pdl::open(); /* the forward GEMM may start beside it (fwd_pdl), waiting for it before its copies */
     if (b == 0)
         for (int i = threadIdx.x; i < nflags; i += 256)
             flags[i] = 0;
@@ -637,12 +653,15 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     const dim3 grid((unsigned)(cdiv(cdiv(No, C::NT), CN) * CN), (unsigned)(cdiv(cdiv(B, C::BM), CM) * CM));
     auto launch = [&](auto kern, int smem) -> fc_status {
         FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        cudaLaunchAttribute attr{};
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = CN, attr.val.clusterDim.y = CM, attr.val.clusterDim.z = 1;
+        cudaLaunchAttribute attr[2] = {};
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CN, attr[0].val.clusterDim.y = CM, attr[0].val.clusterDim.z = 1;
+        /* after fwd_prep (its one launch, which opens at once): the GEMM's start-up beside its tail */
+        attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[1].val.programmaticStreamSerializationAllowed = 1;
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = grid, cfg.blockDim = dim3(kSplitThreads), cfg.dynamicSmemBytes = (size_t)smem;
-        cfg.stream = st, cfg.attrs = &attr, cfg.numAttrs = 1;
+        cfg.stream = st, cfg.attrs = attr, cfg.numAttrs = bulk && fwd_pdl() ? 2 : 1;
         FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, bulk ? (const E *)wt : (const E *)nullptr, gm, ep,
                                          (int)B, (int)Ni, (int)No));
         return FC_OK;
@@ -677,17 +696,18 @@ fc_status forward_gemm(const fc_args *a, int mode, const void *x, const void *y,
     });
 }
 
-/* A 32 x 32 tile of go (tile[component][batch row][column], rows from b0, columns from m0) into
- * go^T's panels (got_offset; components gcs apart): in the operand type, tf32-rounded for the tf32
- * products, the batch inside each block of kBatchBlock in got_row's order, the 16-byte stores
- * along the panels (a tile's 32 rows of a step are 1 KB contiguous); nothing past Nor or Bp. */
-template <int MODE, int D>
-__device__ __forceinline__ void got_store(const float (*tile)[32][33], Elem<MODE> *__restrict__ got, int64_t b0,
+/* A ROWS x 32 tile of go (tile[component][batch row][column], rows from b0, columns from m0; ROWS
+ * whole blocks of kBatchBlock) into go^T's panels (got_offset; components gcs apart): in the
+ * operand type, tf32-rounded for the tf32 products, the batch inside each block of kBatchBlock in
+ * got_row's order, the 16-byte stores along the panels (a tile's 32 rows of a step are 1 KB
+ * contiguous); nothing past Nor or Bp. */
+template <int MODE, int D, int ROWS = 32>
+__device__ __forceinline__ void got_store(const float (*tile)[ROWS][33], Elem<MODE> *__restrict__ got, int64_t b0,
                                           int64_t m0, int64_t Nor, int64_t Bp, int64_t gcs)
 {
     using E = Elem<MODE>;
-    constexpr int KS = kSteps(MODE), V = 16 / sizeof(E), PIECES = 32 * 32 / V;
-    static_assert(V * 2 == KS && 32 % kBatchBlock == 0 && kBatchBlock % KS == 0, "two pieces a 32-byte row");
+    constexpr int KS = kSteps(MODE), V = 16 / sizeof(E), PIECES = ROWS * 32 / V;
+    static_assert(V * 2 == KS && ROWS % kBatchBlock == 0 && kBatchBlock % KS == 0, "two pieces a 32-byte row");
     /* piece i of a component: step i / 64 of the tile, row (i / 2) % 32, 16-byte half i % 2 in
      * memory, which holds the batch positions of half (i % 2) ^ swizzle */
     static_assert(D * PIECES % 256 == 0, "whole rounds of pieces");
@@ -774,6 +794,105 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
     got_store<MODE, D>(tile, got, b0, m0, Nor, Bp, gcs);
 }
 
+/* go^T of a chunk with the norm, its row statistics formed in the same pass (go_fused; the
+ * two-pass form is norm_stats of fcgp.cu, then go_transpose above). Block x takes the chunk's
+ * batch rows [16 x, 16 x + 16) (one block of go^T's batch order, so its stores fill whole 32-byte
+ * runs of the panels) and every column: first each warp reads its two rows of grad_out and v along
+ * N_out (16-byte runs where VEC) and sums the grade dots, lane 0 forming 1 / r_g and coef_g
+ * (row_norm, norm_coef: as norm_stats forms them, from the forward's norms (B, G) or its nparts
+ * partial sums; rows are global from b0g); then 32-column tiles of go (go_of) through shared memory
+ * into the panels, the columns in reverse, so that the rows are read back first where they were
+ * read last and most likely still lie in L2. A block's rows are 16 x D x N_out elements of each
+ * array (512 KB at Cl(3,0) fp32, N_out 512). grad_out, v: the chunk's first row (components cs
+ * apart); rows from `rows` to Bp and columns from N_out to Nor get zeros. The two passes read
+ * grad_out and v from HBM twice (NOTES_FCGP.md session 30). */
+template <int ID, int MODE, class Tv, class Tg, bool VEC>
+__global__ void __launch_bounds__(256) go_rows(const Tv *__restrict__ v, const Tg *__restrict__ gout,
+                                                const float *__restrict__ norms, const float *__restrict__ partial,
+                                                int nparts, bool from_out, int64_t Btot, int64_t b0g,
+                                                Elem<MODE> *__restrict__ got, int64_t rows, int64_t No, int64_t Bp,
+                                                int64_t cs, int64_t gcs)
+{
+    using A = AlgebraTraits<ID>;
+    constexpr int D = A::D, G = A::G, RB = kBatchBlock, V = VEC ? stats_run<Tv, Tg>() : 1, WARPS = 8;
+    constexpr int RW = RB / WARPS; /* rows a warp in the statistics */
+    static_assert(RB == 2 * WARPS, "two rows a warp, and two a thread in the transpose");
+    __shared__ float st[RB][2 * G]; /* each row's 1 / r_g, then coef_g */
+    __shared__ float tile[2][D][RB][33];
+    pdl::waiting(); /* go^T's buffer is free once the chunk before's gz is done */
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int64_t r0 = (int64_t)blockIdx.x * RB, Nor = got_rows(No);
+
+    /* the statistics: warp w rows r0 + RW w + u, both rows' loads of a step together */
+    float dot[RW][G] = {};
+    for (int64_t m = (int64_t)lane * V; m < No; m += 32 * V) {
+#pragma unroll
+        for (int u = 0; u < RW; ++u) {
+            const int64_t b = r0 + RW * warp + u;
+            if (b >= rows)
+                continue; /* the warp's */
+            float gv[D][V], vv[D][V];
+            static_for<D>([&](auto ac) {
+                constexpr int a = decltype(ac)::value;
+                load_run<V>(gout + a * cs + b * No + m, gv[a]);
+                load_run<V>(v + a * cs + b * No + m, vv[a]);
+            });
+            static_for<D>([&](auto ac) {
+                constexpr int a = decltype(ac)::value, g = A::table.grade[a];
+#pragma unroll
+                for (int k = 0; k < V; ++k)
+                    dot[u][g] += gv[a][k] * vv[a][k];
+            });
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < RW; ++u) {
+        const int row = RW * warp + u;
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1)
+                dot[u][g] += __shfl_xor_sync(0xffffffffu, dot[u][g], off);
+            float inv = 0.f, coef = 0.f;
+            if (r0 + row < rows) {
+                inv = 1.f / row_norm(norms, partial, nparts, Btot, b0g + r0 + row, G, g, No);
+                coef = from_out ? norm_coef<true>(dot[u][g], inv, No) : norm_coef<false>(dot[u][g], inv, No);
+            }
+            if (lane == 0)
+                st[row][g] = inv, st[row][G + g] = coef;
+        }
+    }
+    __syncthreads();
+
+    /* go, 32 columns at a time from the last, two buffers: one barrier a tile */
+    const int tx = tid % 32, ty = tid / 32;
+    const int64_t tiles = (No + 31) / 32;
+    for (int64_t c = tiles - 1; c >= 0; --c) {
+        float(*t)[RB][33] = tile[c & 1];
+        const int64_t m = c * 32 + tx;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = ty + WARPS * h;
+            const int64_t b = r0 + row;
+            float go[D] = {};
+            if (b < rows && m < No) {
+                float gv[D], vv[D];
+                static_for<D>([&](auto ac) {
+                    constexpr int a = decltype(ac)::value;
+                    gv[a] = load<Tg>(gout[a * cs + b * No + m]);
+                    vv[a] = load<Tv>(v[a * cs + b * No + m]);
+                });
+                go_of<ID>(gv, vv, st[row], st[row] + G, go);
+            }
+#pragma unroll
+            for (int a = 0; a < D; ++a)
+                t[a][row][tx] = go[a];
+        }
+        __syncthreads(); /* the tile written; the one two before read by every thread's stores */
+        got_store<MODE, D, RB>(t, got, r0, c * 32, Nor, Bp, gcs);
+    }
+}
+
 namespace {
 
 /* The rows of each slice of a chunk's go^T transpose, where fcgp.cu's norm_stats forms the norm's
@@ -788,6 +907,11 @@ int64_t go_slice_rows(int64_t Bc)
     const int64_t whole = cdiv(Bc, 32) * 32, n = go_rows_setting();
     return n > 0 ? std::min(whole, cdiv(n, 32) * 32) : whole;
 }
+
+/* a type as a value, to pick a template's instantiation at run time */
+template <class T> struct type_is {
+    using type = T;
+};
 
 template <int ID, int MODE, class Tio>
 fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
@@ -872,11 +996,27 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
             FC_LAUNCH_CHECK(st);
         }
 
-        /* go^T of the chunk: each slice's statistics, then its go^T */
+        /* go^T of the chunk: with the norm, statistics and go^T in one pass (go_rows), or each
+         * slice's statistics, then its go^T */
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
+        const bool fused = in.stats_rows && go_fused();
+        auto go_pass = [&](auto vt) -> fc_status {
+            using Tv = typename decltype(vt)::type;
+            constexpr int V = stats_run<Tv, Tio>();
+            const bool vec = No % V == 0 && (uintptr_t)in.v % (V * sizeof(Tv)) == 0 &&
+                             (uintptr_t)a->grad_out % (V * sizeof(Tio)) == 0;
+            FC_CUDA_CHECK(pdl::launch(chain.next(), vec ? go_rows<ID, MODE, Tv, Tio, true> : go_rows<ID, MODE, Tv, Tio, false>,
+                                      dim3((unsigned)(Bp / kBlockRows)), dim3(256), 0, st, (const Tv *)in.v + b0 * No,
+                                      gout, in.norms, in.partial, in.nparts, in.from_out, B, b0, got, rows, No, Bp,
+                                      cs, gcs));
+            FC_LAUNCH_CHECK(st);
+            return FC_OK;
+        };
+        if (fused && (s = in.v_bytes == 4 ? go_pass(type_is<float>{}) : go_pass(type_is<Tio>{})) != FC_OK)
+            return s;
         const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
-        for (int64_t r0 = 0; r0 < Bp; r0 += slice) {
+        for (int64_t r0 = 0; r0 < (fused ? 0 : Bp); r0 += slice) {
             const int64_t n = std::min(slice, Bp - r0);
             if (in.stats_rows && r0 < rows &&
                 (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st, chain.next())) != FC_OK)
@@ -995,6 +1135,10 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
 int fc_fcgp_sm90_bwd_pdl_switch(int on) { return toggle(on, fc::fcgp::sm90::set_bwd_pdl, fc::fcgp::sm90::bwd_pdl); }
+int fc_fcgp_sm90_bwd_go_fused_switch(int on)
+{
+    return toggle(on, fc::fcgp::sm90::set_go_fused, fc::fcgp::sm90::go_fused);
+}
 long long fc_fcgp_sm90_bwd_go_rows(long long rows)
 {
     if (rows >= 0)

@@ -102,6 +102,11 @@ struct BwdInputs {
     const float *stats;
     fc_status (*stats_rows)(const void *ctx, int64_t b0, int64_t n, cudaStream_t stream, bool chained);
     const void *stats_ctx;
+    /* what the fused pass (go_fused) forms the statistics from, as stats_rows does: the forward's
+     * norms (B, G), else its nparts partial sums (nparts, B, G); v is out (from_out) or o */
+    const float *norms, *partial;
+    int nparts;
+    bool from_out;
 };
 bool bwd_planned(const fc_args *a, int mode, int operand_bytes);
 size_t bwd_workspace_bytes(const fc_args *a, int mode, int operand_bytes);
@@ -115,6 +120,10 @@ void set_go_rows(long long rows);
  * fc_fcgp_sm90_bwd_pdl_switch): bitwise the same result either way. */
 bool bwd_pdl();
 void set_bwd_pdl(bool on);
+/* Whether the backward forms the norm's statistics and go^T in one pass (go_rows; on by default,
+ * FLASHCLIFFORD_FCGP_BWD_GO_FUSED; fc_fcgp_sm90_bwd_go_fused_switch). */
+bool go_fused();
+void set_go_fused(bool on);
 
 /* The switches (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0", FLASHCLIFFORD_FCGP_SM90_BWD
  * == "0" for the backward kernels) and whether the unit has sm_90a code. */

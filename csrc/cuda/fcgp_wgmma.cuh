@@ -24,6 +24,7 @@
 #include <cuda_bf16.h>
 
 #include "fcgp_plans.cuh"
+#include "pdl.cuh"
 #include "tma.cuh"
 #include "wgmma.cuh"
 
@@ -684,6 +685,9 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         tma::cluster_sync(); /* every mbarrier of the cluster initialised before any copy */
     else
         __syncthreads();
+    /* launched by programmatic dependent launch after fwd_prep (fwd_pdl): its W^T, g and zeroed
+     * flags are complete and visible from here; without the attribute this returns at once */
+    pdl::wait();
 
     auto issue = [&](int s) { /* the producer: this CTA's share of step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * STG;
