@@ -794,38 +794,46 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
     got_store<MODE, D>(tile, got, b0, m0, Nor, Bp, gcs);
 }
 
+/* The CTAs of a go_rows cluster: each takes a quarter of N_out's 32-column tiles. One CTA a 16-row
+ * block, 128 blocks a chunk of 2048 rows, was latency-bound at one block an SM (NOTES_FCGP.md
+ * session 30: 94 us at Cl(3,0) tf32 against 65 for the two passes). */
+constexpr int kGoRowsCluster = 4;
+
 /* go^T of a chunk with the norm, its row statistics formed in the same pass (go_fused; the
- * two-pass form is norm_stats of fcgp.cu, then go_transpose above). Block x takes the chunk's
- * batch rows [16 x, 16 x + 16) (one block of go^T's batch order, so its stores fill whole 32-byte
- * runs of the panels) and every column: first each warp reads its two rows of grad_out and v along
- * N_out (16-byte runs where VEC) and sums the grade dots, lane 0 forming 1 / r_g and coef_g
- * (row_norm, norm_coef: as norm_stats forms them, from the forward's norms (B, G) or its nparts
- * partial sums; rows are global from b0g); then 32-column tiles of go (go_of) through shared memory
- * into the panels, the columns in reverse, so that the rows are read back first where they were
- * read last and most likely still lie in L2. A block's rows are 16 x D x N_out elements of each
- * array (512 KB at Cl(3,0) fp32, N_out 512). grad_out, v: the chunk's first row (components cs
- * apart); rows from `rows` to Bp and columns from N_out to Nor get zeros. The two passes read
- * grad_out and v from HBM twice (NOTES_FCGP.md session 30). */
+ * two-pass form is norm_stats of fcgp.cu, then go_transpose above). A cluster of kGoRowsCluster
+ * CTAs takes the chunk's batch rows [16 b, 16 b + 16), b = blockIdx.x / kGoRowsCluster (one block
+ * of go^T's batch order, so the stores fill whole 32-byte runs of the panels), each CTA its share
+ * of the 32-column tiles: first each warp reads its two rows of grad_out and v along the CTA's
+ * columns (16-byte runs where VEC) and sums their grade dots; the cluster's partial dots are summed
+ * in rank order through distributed shared memory, and 1 / r_g and coef_g formed as norm_stats
+ * forms them (row_norm, norm_coef; from the forward's norms (B, G) or its nparts partial sums;
+ * rows are global from b0g); then the CTA's tiles of go (go_of) through shared memory into the
+ * panels, in reverse, so that the rows are read back first where they were read last and most
+ * likely still lie in L2. grad_out, v: the chunk's first row (components cs apart); rows from
+ * `rows` to Bp and columns from N_out to Nor get zeros. */
 template <int ID, int MODE, class Tv, class Tg, bool VEC>
-__global__ void __launch_bounds__(256) go_rows(const Tv *__restrict__ v, const Tg *__restrict__ gout,
-                                                const float *__restrict__ norms, const float *__restrict__ partial,
-                                                int nparts, bool from_out, int64_t Btot, int64_t b0g,
-                                                Elem<MODE> *__restrict__ got, int64_t rows, int64_t No, int64_t Bp,
-                                                int64_t cs, int64_t gcs)
+__global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256)
+    go_rows(const Tv *__restrict__ v, const Tg *__restrict__ gout, const float *__restrict__ norms,
+            const float *__restrict__ partial, int nparts, bool from_out, int64_t Btot, int64_t b0g,
+            Elem<MODE> *__restrict__ got, int64_t rows, int64_t No, int64_t Bp, int64_t cs, int64_t gcs)
 {
     using A = AlgebraTraits<ID>;
     constexpr int D = A::D, G = A::G, RB = kBatchBlock, V = VEC ? stats_run<Tv, Tg>() : 1, WARPS = 8;
-    constexpr int RW = RB / WARPS; /* rows a warp in the statistics */
-    static_assert(RB == 2 * WARPS, "two rows a warp, and two a thread in the transpose");
+    constexpr int RW = RB / WARPS, QC = kGoRowsCluster; /* rows a warp in the statistics */
+    static_assert(RB == 2 * WARPS && RB * G <= 256, "two rows a warp, two a thread in the transpose");
+    __shared__ float part[RB][G];   /* this CTA's dots, which the cluster reads */
     __shared__ float st[RB][2 * G]; /* each row's 1 / r_g, then coef_g */
     __shared__ float tile[2][D][RB][33];
     pdl::waiting(); /* go^T's buffer is free once the chunk before's gz is done */
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int64_t r0 = (int64_t)blockIdx.x * RB, Nor = got_rows(No);
+    const int rank = (int)tma::cluster_rank();
+    const int64_t r0 = (int64_t)(blockIdx.x / QC) * RB, Nor = got_rows(No), tiles = (No + 31) / 32;
+    const int64_t per = (tiles + QC - 1) / QC, t0 = rank * per < tiles ? rank * per : tiles,
+                  t1 = t0 + per < tiles ? t0 + per : tiles, c1 = 32 * t1 < No ? 32 * t1 : No;
 
-    /* the statistics: warp w rows r0 + RW w + u, both rows' loads of a step together */
+    /* this CTA's columns of the dots: warp w rows r0 + RW w + u, both rows' loads of a step together */
     float dot[RW][G] = {};
-    for (int64_t m = (int64_t)lane * V; m < No; m += 32 * V) {
+    for (int64_t m = 32 * t0 + (int64_t)lane * V; m < c1; m += 32 * V) {
 #pragma unroll
         for (int u = 0; u < RW; ++u) {
             const int64_t b = r0 + RW * warp + u;
@@ -846,28 +854,34 @@ __global__ void __launch_bounds__(256) go_rows(const Tv *__restrict__ v, const T
         }
     }
 #pragma unroll
-    for (int u = 0; u < RW; ++u) {
-        const int row = RW * warp + u;
+    for (int u = 0; u < RW; ++u)
 #pragma unroll
         for (int g = 0; g < G; ++g) {
 #pragma unroll
             for (int off = 16; off > 0; off >>= 1)
                 dot[u][g] += __shfl_xor_sync(0xffffffffu, dot[u][g], off);
-            float inv = 0.f, coef = 0.f;
-            if (r0 + row < rows) {
-                inv = 1.f / row_norm(norms, partial, nparts, Btot, b0g + r0 + row, G, g, No);
-                coef = from_out ? norm_coef<true>(dot[u][g], inv, No) : norm_coef<false>(dot[u][g], inv, No);
-            }
             if (lane == 0)
-                st[row][g] = inv, st[row][G + g] = coef;
+                part[RW * warp + u][g] = dot[u][g];
         }
+    tma::cluster_sync(); /* every CTA's dots written and visible across the cluster */
+    if (tid < RB * G) { /* row tid / G, grade tid % G: the cluster's dots in rank order */
+        const int row = tid / G, g = tid % G;
+        float d = 0.f;
+#pragma unroll
+        for (int r = 0; r < QC; ++r)
+            d += tma::ld_cluster_f32(tma::cluster_addr(&part[row][g], (uint32_t)r));
+        float inv = 0.f, coef = 0.f;
+        if (r0 + row < rows) {
+            inv = 1.f / row_norm(norms, partial, nparts, Btot, b0g + r0 + row, G, g, No);
+            coef = from_out ? norm_coef<true>(d, inv, No) : norm_coef<false>(d, inv, No);
+        }
+        st[row][g] = inv, st[row][G + g] = coef;
     }
-    __syncthreads();
+    tma::cluster_sync(); /* the statistics in place, and no CTA's dots read any more (it may exit) */
 
-    /* go, 32 columns at a time from the last, two buffers: one barrier a tile */
+    /* go, the CTA's 32-column tiles from the last, two buffers: one barrier a tile */
     const int tx = tid % 32, ty = tid / 32;
-    const int64_t tiles = (No + 31) / 32;
-    for (int64_t c = tiles - 1; c >= 0; --c) {
+    for (int64_t c = t1 - 1; c >= t0; --c) {
         float(*t)[RB][33] = tile[c & 1];
         const int64_t m = c * 32 + tx;
 #pragma unroll
@@ -1007,7 +1021,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
             const bool vec = No % V == 0 && (uintptr_t)in.v % (V * sizeof(Tv)) == 0 &&
                              (uintptr_t)a->grad_out % (V * sizeof(Tio)) == 0;
             FC_CUDA_CHECK(pdl::launch(chain.next(), vec ? go_rows<ID, MODE, Tv, Tio, true> : go_rows<ID, MODE, Tv, Tio, false>,
-                                      dim3((unsigned)(Bp / kBlockRows)), dim3(256), 0, st, (const Tv *)in.v + b0 * No,
+                                      dim3((unsigned)(Bp / kBlockRows * kGoRowsCluster)), dim3(256), 0, st, (const Tv *)in.v + b0 * No,
                                       gout, in.norms, in.partial, in.nparts, in.from_out, B, b0, got, rows, No, Bp,
                                       cs, gcs));
             FC_LAUNCH_CHECK(st);

@@ -13,4 +13,4 @@ timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp_
 SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=0;FLASHCLIFFORD_FCGP_FWD_PDL=0" PARTS_S=120 \
     timeout 400 bash benchmarks/fcgp_ab.sh 2>&1 | tail -n 80
 timeout 90 python3 benchmarks/fcgp_parts.py --timeline --reps 10 2>&1 | grep -v -i warn > "$R/timeline_fused.txt"
-grep -E "^Cl|go_rows|go_transpose|norm_stats|gw_tma|gz_tma|span" "$R/timeline_fused.txt"
+grep -E "^Cl|go_rows|go_transpose|norm_stats|gelu_transpose|gw_tma|gz_tma|span" "$R/timeline_fused.txt"
