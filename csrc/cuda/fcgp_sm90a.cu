@@ -812,7 +812,7 @@ constexpr int kGoRowsCluster = 4;
  * likely still lie in L2. grad_out, v: the chunk's first row (components cs apart); rows from
  * `rows` to Bp and columns from N_out to Nor get zeros. */
 template <int ID, int MODE, class Tv, class Tg, bool VEC>
-__global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256)
+__global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 4) /* a chunk's blocks resident at once */
     go_rows(const Tv *__restrict__ v, const Tg *__restrict__ gout, const float *__restrict__ norms,
             const float *__restrict__ partial, int nparts, bool from_out, int64_t Btot, int64_t b0g,
             Elem<MODE> *__restrict__ got, int64_t rows, int64_t No, int64_t Bp, int64_t cs, int64_t gcs)
