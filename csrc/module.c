@@ -278,8 +278,8 @@ static PyMethodDef module_methods[] = {
      "sets it; returns the setting. Process-wide; for tests and measurements."},
     {"_fcgp_sm90_bwd_go_fused", fcgp_sm90_bwd_go_fused, METH_VARARGS,
      "_fcgp_sm90_bwd_go_fused(on=None)\n--\n\n"
-     "Whether the Hopper FCGP backward forms the norm's row statistics and go^T in one pass, each block "
-     "reading its 16 rows of grad_out and out twice, the second time from L2 (on unless "
+     "Whether the Hopper FCGP backward forms the norm's row statistics and go^T in one pass, a cluster of "
+     "CTAs holding each block of 16 rows of grad_out and out in shared memory, N_out up to 512 (on unless "
      "FLASHCLIFFORD_FCGP_BWD_GO_FUSED=0 at start-up; off: a statistics pass, then the transpose, in the "
      "slices of _fcgp_sm90_bwd_go_rows, which the fused pass ignores): None leaves it, True/False sets it; "
      "returns its state. Process-wide; for tests and measurements."},

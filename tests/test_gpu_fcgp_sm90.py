@@ -425,14 +425,16 @@ def test_backward_go_slices(go_fused_kept, alg, batch, n_in, n_out, mode):
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
 
 
-# The one-pass statistics and go^T (go_rows, _C._fcgp_sm90_bwd_go_fused, on by default): each block
-# of 16 rows sums its rows' grade dots, then forms go^T reading the rows again. The dots are summed
-# in another order than norm_stats sums them, so the gradients are checked against the float64
-# einsum under each, and bitwise the same from run to run; from the saved output (the torch op) and from
-# the recomputed o (the C call without out); over the shapes above, with row and column tails, two
-# chunks (B 2085, whose second chunk is not whole 16-row blocks), and N_out 45 (no 16-byte runs).
+# The one-pass statistics and go^T (go_rows, _C._fcgp_sm90_bwd_go_fused, on by default): a cluster
+# of CTAs holds a block of 16 rows in shared memory, sums the rows' grade dots across the cluster,
+# then forms go^T from what it holds (N_out up to 512; past that the two passes run). The dots are
+# summed in another order than norm_stats sums them, so the gradients are checked against the
+# float64 einsum under each, and bitwise the same from run to run; from the saved output (the torch
+# op) and from the recomputed o (the C call without out); over the shapes above, with row and
+# column tails, two chunks (B 2085, whose second chunk is not whole 16-row blocks), N_out 45 (CTAs
+# of the cluster with no columns), and N_out 544 (past the one pass's reach).
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("batch,n_in,n_out", GO_SLICE_SHAPES)
+@pytest.mark.parametrize("batch,n_in,n_out", GO_SLICE_SHAPES + [pytest.param(48, 32, 544, id="B48-32-544")])
 @pytest.mark.parametrize("alg", ALGS)
 def test_backward_go_fused(go_fused_kept, alg, batch, n_in, n_out, mode):
     x, y, w, g, precision, prec, out, norms, s = _normalized_forward(

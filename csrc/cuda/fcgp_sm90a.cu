@@ -794,74 +794,77 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
     got_store<MODE, D>(tile, got, b0, m0, Nor, Bp, gcs);
 }
 
-/* The CTAs of a go_rows cluster: each takes a quarter of N_out's 32-column tiles. One CTA a 16-row
- * block, 128 blocks a chunk of 2048 rows, was latency-bound at one block an SM (NOTES_FCGP.md
- * session 30: 94 us at Cl(3,0) tf32 against 65 for the two passes). */
-constexpr int kGoRowsCluster = 4;
+/* go_rows' cluster: kGoRowsCluster CTAs a 16-row block, each at most kGoRowsTiles 32-column tiles
+ * of N_out, which it holds in shared memory between the statistics and the transpose; so the one
+ * pass takes N_out up to 512 (the two passes any). */
+constexpr int kGoRowsCluster = 8, kGoRowsTiles = 2;
+/* its dynamic shared memory for `tiles` tiles a CTA: grad_out's and v's, as floats */
+constexpr int go_rows_smem(int D, int tiles) { return 2 * tiles * D * kBatchBlock * 33 * 4; }
 
 /* go^T of a chunk with the norm, its row statistics formed in the same pass (go_fused; the
- * two-pass form is norm_stats of fcgp.cu, then go_transpose above). A cluster of kGoRowsCluster
- * CTAs takes the chunk's batch rows [16 b, 16 b + 16), b = blockIdx.x / kGoRowsCluster (one block
- * of go^T's batch order, so the stores fill whole 32-byte runs of the panels), each CTA its share
- * of the 32-column tiles: first each warp reads its two rows of grad_out and v along the CTA's
- * columns (16-byte runs where VEC) and sums their grade dots; the cluster's partial dots are summed
- * in rank order through distributed shared memory, and 1 / r_g and coef_g formed as norm_stats
- * forms them (row_norm, norm_coef; from the forward's norms (B, G) or its nparts partial sums;
- * rows are global from b0g); then the CTA's tiles of go (go_of) through shared memory into the
- * panels, in reverse, so that the rows are read back first where they were read last and most
- * likely still lie in L2. grad_out, v: the chunk's first row (components cs apart); rows from
- * `rows` to Bp and columns from N_out to Nor get zeros. */
-template <int ID, int MODE, class Tv, class Tg, bool VEC>
-__global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 4) /* a chunk's blocks resident at once */
+ * two-pass form is norm_stats of fcgp.cu, then go_transpose above), each element of grad_out and
+ * v read once. A cluster of kGoRowsCluster CTAs takes the chunk's batch rows [16 b, 16 b + 16),
+ * b = blockIdx.x / kGoRowsCluster (one block of go^T's batch order, so the stores fill whole
+ * 32-byte runs of the panels), CTA r the `per` 32-column tiles from r per: it loads them into
+ * shared memory (the compute type, a row 33 floats apart) summing each row's grade dots; the
+ * cluster's partial dots are summed in rank order through distributed shared memory, and 1 / r_g
+ * and coef_g formed as norm_stats forms them (row_norm, norm_coef; from the forward's norms (B, G)
+ * or its nparts partial sums; rows global from b0g); then go (go_of) replaces grad_out in shared
+ * memory and goes into the panels (got_store). Summing the dots over the whole row first and
+ * reading the row back from L2 after (a first form) missed L2: a chunk's rows are more than L2
+ * holds and every block reads them at once (NOTES_FCGP.md session 30). grad_out, v: the chunk's
+ * first row (components cs apart); rows from `rows` to Bp and columns from N_out to Nor get zeros. */
+template <int ID, int MODE, class Tv, class Tg>
+__global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
     go_rows(const Tv *__restrict__ v, const Tg *__restrict__ gout, const float *__restrict__ norms,
             const float *__restrict__ partial, int nparts, bool from_out, int64_t Btot, int64_t b0g,
-            Elem<MODE> *__restrict__ got, int64_t rows, int64_t No, int64_t Bp, int64_t cs, int64_t gcs)
+            Elem<MODE> *__restrict__ got, int64_t rows, int64_t No, int64_t Bp, int64_t cs, int64_t gcs, int per)
 {
     using A = AlgebraTraits<ID>;
-    constexpr int D = A::D, G = A::G, RB = kBatchBlock, V = VEC ? stats_run<Tv, Tg>() : 1, WARPS = 8;
-    constexpr int RW = RB / WARPS, QC = kGoRowsCluster; /* rows a warp in the statistics */
-    static_assert(RB == 2 * WARPS && RB * G <= 256, "two rows a warp, two a thread in the transpose");
+    constexpr int D = A::D, G = A::G, RB = kBatchBlock, WARPS = 8, QC = kGoRowsCluster;
+    static_assert(RB == 2 * WARPS && RB * G <= 256, "two rows a thread");
+    using Tile = float[D][RB][33];
+    extern __shared__ __align__(16) unsigned char go_smem[];
+    Tile *gs = (Tile *)go_smem, *vs = gs + per; /* [tile][component][row][column] */
     __shared__ float part[RB][G];   /* this CTA's dots, which the cluster reads */
     __shared__ float st[RB][2 * G]; /* each row's 1 / r_g, then coef_g */
-    __shared__ float tile[2][D][RB][33];
     pdl::waiting(); /* go^T's buffer is free once the chunk before's gz is done */
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int rank = (int)tma::cluster_rank();
+    const int tid = threadIdx.x, tx = tid % 32, ty = tid / 32;
     const int64_t r0 = (int64_t)(blockIdx.x / QC) * RB, Nor = got_rows(No), tiles = (No + 31) / 32;
-    const int64_t per = (tiles + QC - 1) / QC, t0 = rank * per < tiles ? rank * per : tiles,
-                  t1 = t0 + per < tiles ? t0 + per : tiles, c1 = 32 * t1 < No ? 32 * t1 : No;
+    const int64_t c0 = (int64_t)tma::cluster_rank() * per;
+    const int nt = (int)(c0 < tiles ? (tiles - c0 < per ? tiles - c0 : per) : 0); /* this CTA's tiles */
 
-    /* this CTA's columns of the dots: warp w rows r0 + RW w + u, both rows' loads of a step together */
-    float dot[RW][G] = {};
-    for (int64_t m = 32 * t0 + (int64_t)lane * V; m < c1; m += 32 * V) {
+    /* thread (tx, ty): column tx of each tile, rows ty and ty + 8; every load issued before any sum */
+    float dot[2][G] = {};
+    for (int i = 0; i < nt; ++i) {
+        const int64_t m = (c0 + i) * 32 + tx;
 #pragma unroll
-        for (int u = 0; u < RW; ++u) {
-            const int64_t b = r0 + RW * warp + u;
-            if (b >= rows)
-                continue; /* the warp's */
-            float gv[D][V], vv[D][V];
-            static_for<D>([&](auto ac) {
-                constexpr int a = decltype(ac)::value;
-                load_run<V>(gout + a * cs + b * No + m, gv[a]);
-                load_run<V>(v + a * cs + b * No + m, vv[a]);
-            });
+        for (int h = 0; h < 2; ++h) {
+            const int row = ty + WARPS * h;
+            const int64_t b = r0 + row;
+            float gv[D] = {}, vv[D] = {};
+            if (b < rows && m < No)
+                static_for<D>([&](auto ac) {
+                    constexpr int a = decltype(ac)::value;
+                    gv[a] = load<Tg>(gout[a * cs + b * No + m]);
+                    vv[a] = load<Tv>(v[a * cs + b * No + m]);
+                });
             static_for<D>([&](auto ac) {
                 constexpr int a = decltype(ac)::value, g = A::table.grade[a];
-#pragma unroll
-                for (int k = 0; k < V; ++k)
-                    dot[u][g] += gv[a][k] * vv[a][k];
+                gs[i][a][row][tx] = gv[a], vs[i][a][row][tx] = vv[a];
+                dot[h][g] += gv[a] * vv[a];
             });
         }
     }
 #pragma unroll
-    for (int u = 0; u < RW; ++u)
+    for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int g = 0; g < G; ++g) {
 #pragma unroll
             for (int off = 16; off > 0; off >>= 1)
-                dot[u][g] += __shfl_xor_sync(0xffffffffu, dot[u][g], off);
-            if (lane == 0)
-                part[RW * warp + u][g] = dot[u][g];
+                dot[h][g] += __shfl_xor_sync(0xffffffffu, dot[h][g], off);
+            if (tx == 0)
+                part[ty + WARPS * h][g] = dot[h][g];
         }
     tma::cluster_sync(); /* every CTA's dots written and visible across the cluster */
     if (tid < RB * G) { /* row tid / G, grade tid % G: the cluster's dots in rank order */
@@ -879,32 +882,23 @@ __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 4)
     }
     tma::cluster_sync(); /* the statistics in place, and no CTA's dots read any more (it may exit) */
 
-    /* go, the CTA's 32-column tiles from the last, two buffers: one barrier a tile */
-    const int tx = tid % 32, ty = tid / 32;
-    for (int64_t c = t1 - 1; c >= t0; --c) {
-        float(*t)[RB][33] = tile[c & 1];
-        const int64_t m = c * 32 + tx;
+    /* go over grad_out in shared memory (each thread its own elements), then the panels */
+    for (int i = 0; i < nt; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int row = ty + WARPS * h;
-            const int64_t b = r0 + row;
-            float go[D] = {};
-            if (b < rows && m < No) {
-                float gv[D], vv[D];
-                static_for<D>([&](auto ac) {
-                    constexpr int a = decltype(ac)::value;
-                    gv[a] = load<Tg>(gout[a * cs + b * No + m]);
-                    vv[a] = load<Tv>(v[a * cs + b * No + m]);
-                });
-                go_of<ID>(gv, vv, st[row], st[row] + G, go);
-            }
+            float gv[D], vv[D], go[D];
 #pragma unroll
             for (int a = 0; a < D; ++a)
-                t[a][row][tx] = go[a];
+                gv[a] = gs[i][a][row][tx], vv[a] = vs[i][a][row][tx];
+            go_of<ID>(gv, vv, st[row], st[row] + G, go);
+#pragma unroll
+            for (int a = 0; a < D; ++a)
+                gs[i][a][row][tx] = go[a];
         }
-        __syncthreads(); /* the tile written; the one two before read by every thread's stores */
-        got_store<MODE, D, RB>(t, got, r0, c * 32, Nor, Bp, gcs);
-    }
+    __syncthreads();
+    for (int i = 0; i < nt; ++i)
+        got_store<MODE, D, RB>(gs[i], got, r0, (c0 + i) * 32, Nor, Bp, gcs);
 }
 
 namespace {
@@ -1014,16 +1008,15 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
          * slice's statistics, then its go^T */
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
-        const bool fused = in.stats_rows && go_fused();
+        const bool fused = in.stats_rows && go_fused() && No > 0 && cdiv(No, 32) <= kGoRowsCluster * kGoRowsTiles;
         auto go_pass = [&](auto vt) -> fc_status {
             using Tv = typename decltype(vt)::type;
-            constexpr int V = stats_run<Tv, Tio>();
-            const bool vec = No % V == 0 && (uintptr_t)in.v % (V * sizeof(Tv)) == 0 &&
-                             (uintptr_t)a->grad_out % (V * sizeof(Tio)) == 0;
-            FC_CUDA_CHECK(pdl::launch(chain.next(), vec ? go_rows<ID, MODE, Tv, Tio, true> : go_rows<ID, MODE, Tv, Tio, false>,
-                                      dim3((unsigned)(Bp / kBlockRows * kGoRowsCluster)), dim3(256), 0, st, (const Tv *)in.v + b0 * No,
-                                      gout, in.norms, in.partial, in.nparts, in.from_out, B, b0, got, rows, No, Bp,
-                                      cs, gcs));
+            auto k = go_rows<ID, MODE, Tv, Tio>;
+            const int per = (int)cdiv(cdiv(No, 32), kGoRowsCluster), smem = go_rows_smem(D, per);
+            FC_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+            FC_CUDA_CHECK(pdl::launch(chain.next(), k, dim3((unsigned)(Bp / kBlockRows * kGoRowsCluster)), dim3(256),
+                                      (size_t)smem, st, (const Tv *)in.v + b0 * No, gout, in.norms, in.partial,
+                                      in.nparts, in.from_out, B, b0, got, rows, No, Bp, cs, gcs, per));
             FC_LAUNCH_CHECK(st);
             return FC_OK;
         };
