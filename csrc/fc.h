@@ -135,10 +135,11 @@ long long fc_fcgp_sm90_bwd_go_rows(long long rows);
 /* Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch (the same
  * convention; initially on unless FLASHCLIFFORD_FCGP_BWD_PDL == "0"; off: plain stream order). */
 int fc_fcgp_sm90_bwd_pdl_switch(int on);
-/* Whether the Hopper FCGP backward forms the norm's row statistics and go^T in one pass a batch
- * block (go_rows; the same convention; initially on unless FLASHCLIFFORD_FCGP_BWD_GO_FUSED ==
- * "0"; off: norm_stats, then go_transpose, in the slices of fc_fcgp_sm90_bwd_go_rows). */
-int fc_fcgp_sm90_bwd_go_fused_switch(int on);
+/* How the Hopper FCGP backward forms the norm's row statistics and go^T: mode >= 0 sets it (0 by
+ * the rule, 1 in one pass a batch block, go_rows, where N_out <= 512, 2 in two passes, norm_stats
+ * then go_transpose in the slices of fc_fcgp_sm90_bwd_go_rows); returns the setting (initially
+ * FLASHCLIFFORD_FCGP_BWD_GO_FUSED, else 0). */
+int fc_fcgp_sm90_bwd_go_fused(int mode);
 /* ... and its cluster shape: shape >= 0 sets it (0 by the rule, 1 one CTA, 2 two column tiles,
  * 3 two row tiles); returns the setting (initially FLASHCLIFFORD_FCGP_FWD_CLUSTER, else 0). */
 int fc_fcgp_sm90_fwd_cluster(int shape);

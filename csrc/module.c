@@ -183,10 +183,20 @@ static PyObject *fcgp_sm90_bwd_pdl(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_bwd_pdl", fc_fcgp_sm90_bwd_pdl_switch);
 }
+/* _fcgp_sm90_bwd_go_fused(mode=-1): set the mode when mode >= 0; returns the setting */
 static PyObject *fcgp_sm90_bwd_go_fused(PyObject *module, PyObject *args)
 {
     (void)module;
-    return switch_call(args, "|O:_fcgp_sm90_bwd_go_fused", fc_fcgp_sm90_bwd_go_fused_switch);
+    int mode = -1;
+    if (!PyArg_ParseTuple(args, "|i:_fcgp_sm90_bwd_go_fused", &mode))
+        return NULL;
+    if (mode > 2) {
+        PyErr_Format(PyExc_ValueError,
+                     "_fcgp_sm90_bwd_go_fused: mode must be 0 (by the rule), 1 (one pass) or 2 (two passes), got %d",
+                     mode);
+        return NULL;
+    }
+    return PyLong_FromLong(fc_fcgp_sm90_bwd_go_fused(mode));
 }
 /* _fcgp_sm90_fwd_cluster(shape=-1): set the shape when shape >= 0; returns the setting */
 static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
@@ -277,12 +287,14 @@ static PyMethodDef module_methods[] = {
      "statistics pass fills the GPU less; measured no faster); bitwise the same result under each. rows >= 0 "
      "sets it; returns the setting. Process-wide; for tests and measurements."},
     {"_fcgp_sm90_bwd_go_fused", fcgp_sm90_bwd_go_fused, METH_VARARGS,
-     "_fcgp_sm90_bwd_go_fused(on=None)\n--\n\n"
-     "Whether the Hopper FCGP backward forms the norm's row statistics and go^T in one pass, a cluster of "
-     "CTAs holding each block of 16 rows of grad_out and out in shared memory, N_out up to 512 (on unless "
-     "FLASHCLIFFORD_FCGP_BWD_GO_FUSED=0 at start-up; off: a statistics pass, then the transpose, in the "
-     "slices of _fcgp_sm90_bwd_go_rows, which the fused pass ignores): None leaves it, True/False sets it; "
-     "returns its state. Process-wide; for tests and measurements."},
+     "_fcgp_sm90_bwd_go_fused(mode=-1)\n--\n\n"
+     "How the Hopper FCGP backward forms the norm's row statistics and go^T: 0 by the rule (the default; "
+     "FLASHCLIFFORD_FCGP_BWD_GO_FUSED at start-up otherwise: one pass where a column of grad_out and out "
+     "holds 64 bytes or more, Cl(3,0) with float32 data), 1 in one pass (a cluster of CTAs holding each "
+     "block of 16 rows of grad_out and out in shared memory) wherever N_out <= 512, 2 in two passes (a "
+     "statistics pass, then the transpose, in the slices of _fcgp_sm90_bwd_go_rows). The passes sum the "
+     "dots in different orders. mode >= 0 sets it; returns the setting. Process-wide; for tests and "
+     "measurements."},
     {"_fcgp_sm90_bwd_pdl", fcgp_sm90_bwd_pdl, METH_VARARGS,
      "_fcgp_sm90_bwd_pdl(on=None)\n--\n\n"
      "Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch, so that its "

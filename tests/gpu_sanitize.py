@@ -50,9 +50,10 @@ FCGP_CHUNKED_SHAPES = [(2048, 64, 40), (2085, 72, 24)]
 # more Hopper gW tiles than SMs: a round of whole tiles, then segments of the batch on several
 # blocks handing their sums over through flags (fcgp_gw_sched.h), in one or two rounds
 FCGP_SCHED_SHAPES = [(200, 512, 528)]
-# the norm statistics and go^T's transpose as two passes (_C._fcgp_sm90_bwd_go_fused off; the
-# default runs the one-pass go_rows) in slices of 32 rows (_C._fcgp_sm90_bwd_go_rows): a short
-# last slice, two chunks (the second's last slice 5 rows and its padding)
+# the norm statistics and go^T's transpose in one pass (go_rows, _C._fcgp_sm90_bwd_go_fused(1);
+# by default only Cl(3,0) with float32 data takes it), then as two passes (2) in slices of 32 rows
+# (_C._fcgp_sm90_bwd_go_rows): a short last slice, two chunks (the second's last slice 5 rows and
+# its padding)
 FCGP_GO_SLICE_SHAPES = FCGP_SHAPES + [(2085, 72, 24)]
 
 
@@ -165,7 +166,7 @@ def run(quick, hopper_only=False):
         # (and the Hopper backward kernels, their own switch, with the forward on); last, the
         # forward's norm with a zero wait, so that every tile but a row block's last leaves its
         # o to that one to scale (the epilogue's fix-up); then the backward with the norm's
-        # statistics and go^T's transpose as two passes in the smallest slices
+        # statistics and go^T in one pass in every cell, then as two passes in the smallest slices
         before, before_gw = fc._C._fcgp_sm90(), fc._C._fcgp_sm90_bwd()
         before_go, before_fused = fc._C._fcgp_sm90_bwd_go_rows(), fc._C._fcgp_sm90_bwd_go_fused()
         before_wait = fc._C._fcgp_sm90_fwd_norm_wait()
@@ -180,7 +181,9 @@ def run(quick, hopper_only=False):
         n_switch += run_fcgp(hopper_algs, hopper_modes, False, FCGP_SHAPES)
         fc._C._fcgp_sm90_fwd_norm_wait(before_wait)
         fc._C._fcgp_sm90_bwd(True)
-        fc._C._fcgp_sm90_bwd_go_fused(False)
+        fc._C._fcgp_sm90_bwd_go_fused(1)
+        n_switch += run_fcgp(hopper_algs, hopper_modes, False, FCGP_GO_SLICE_SHAPES)
+        fc._C._fcgp_sm90_bwd_go_fused(2)
         fc._C._fcgp_sm90_bwd_go_rows(32)
         n_switch += run_fcgp(hopper_algs, hopper_modes, False, FCGP_GO_SLICE_SHAPES)
         fc._C._fcgp_sm90_bwd_go_rows(before_go)

@@ -381,7 +381,7 @@ def test_backward_grads_as_scratch(bwd_on, alg, mode):
                             workspace=torch.empty(size, dtype=torch.uint8, device="cuda"), stream=s)
 
 
-# With the one-pass go_rows off (_C._fcgp_sm90_bwd_go_fused), the norm's row statistics
+# In two passes (_C._fcgp_sm90_bwd_go_fused(2)), the norm's row statistics
 # (norm_stats) and go^T's transpose run slice by slice, each slice's transpose right after its
 # statistics (_C._fcgp_sm90_bwd_go_rows: 0, the default, a whole chunk at once; n rows). The same
 # kernels do the same arithmetic for each row, so the gradients must be
@@ -403,14 +403,14 @@ def go_rows_kept(bwd_on):
 
 @pytest.fixture
 def go_fused_kept(go_rows_kept):
-    yield from _switched(fc._C._fcgp_sm90_bwd_go_fused, True)
+    yield from _switched(fc._C._fcgp_sm90_bwd_go_fused, 0)
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("batch,n_in,n_out", GO_SLICE_SHAPES)
 @pytest.mark.parametrize("alg", ALGS)
 def test_backward_go_slices(go_fused_kept, alg, batch, n_in, n_out, mode):
-    assert not fc._C._fcgp_sm90_bwd_go_fused(False)
+    assert fc._C._fcgp_sm90_bwd_go_fused(2) == 2  # the two passes
     x, y, w, g, precision, prec, out, norms, s = _normalized_forward(
         alg, batch, n_in, n_out, mode, f"sm90-go-slices/{alg.name}/{batch}/{mode}")
     grads = {}
@@ -425,9 +425,10 @@ def test_backward_go_slices(go_fused_kept, alg, batch, n_in, n_out, mode):
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
 
 
-# The one-pass statistics and go^T (go_rows, _C._fcgp_sm90_bwd_go_fused, on by default): a cluster
-# of CTAs holds a block of 16 rows in shared memory, sums the rows' grade dots across the cluster,
-# then forms go^T from what it holds (N_out up to 512; past that the two passes run). The dots are
+# The one-pass statistics and go^T (go_rows; _C._fcgp_sm90_bwd_go_fused 1, where the default rule
+# takes it for Cl(3,0) with float32 data only): a cluster of CTAs holds a block of 16 rows in shared
+# memory, sums the rows' grade dots across the cluster, then forms go^T from what it holds (N_out
+# up to 512; past that the two passes run). Both are run here in every cell. The dots are
 # summed in another order than norm_stats sums them, so the gradients are checked against the
 # float64 einsum under each, and bitwise the same from run to run; from the saved output (the torch
 # op) and from the recomputed o (the C call without out); over the shapes above, with row and
@@ -440,12 +441,12 @@ def test_backward_go_fused(go_fused_kept, alg, batch, n_in, n_out, mode):
     x, y, w, g, precision, prec, out, norms, s = _normalized_forward(
         alg, batch, n_in, n_out, mode, f"sm90-go-fused/{alg.name}/{batch}/{mode}")
 
-    def run(fused):
-        assert fc._C._fcgp_sm90_bwd_go_fused(fused) == fused
+    def run(how):
+        assert fc._C._fcgp_sm90_bwd_go_fused(how) == how
         from_o = fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, stream=s)
         return _grads(alg, x, y, w, g, precision), [torch.from_dlpack(t) for t in from_o]
 
-    fused, again, two_pass = run(True), run(True), run(False)
+    fused, again, two_pass = run(1), run(1), run(2)
     for got, want in zip(fused, again, strict=True):
         assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
     for found in (*fused, *two_pass):
@@ -472,19 +473,19 @@ def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
     x, y, w, g, precision, prec, out, norms, s = _normalized_forward(
         alg, batch, n_in, n_out, mode, f"sm90-pdl/{alg.name}/{batch}/{mode}")
 
-    def run(pdl, fused, rows):
+    def run(pdl, how, rows):
         assert fc._C._fcgp_sm90_bwd_pdl(pdl) == pdl and fc._C._fcgp_sm90_bwd_go_rows(rows) == rows
-        assert fc._C._fcgp_sm90_bwd_go_fused(fused) == fused
+        assert fc._C._fcgp_sm90_bwd_go_fused(how) == how
         from_o = fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, stream=s)
         gx, gy, gw = _off_by_4(x), _off_by_4(y), torch.empty_like(w)
         fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, out=out, grad_x=gx, grad_y=gy,
                             grad_weight=gw, stream=s)
         return (_grads(alg, x, y, w, g, precision), [torch.from_dlpack(t) for t in from_o], [gx, gy, gw])
 
-    ways = [(True, 0), (False, 0), (False, 96)]  # (one pass, slice rows)
+    ways = [(1, 0), (2, 0), (2, 96)]  # (one pass or two, slice rows)
     runs = {(pdl, *way): run(pdl, *way) for pdl in (False, True) for way in ways}
     for way in ways:
         for got, want in zip(runs[(True, *way)], runs[(False, *way)], strict=True):
             assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), way
-    for found in (*runs[(True, True, 0)], *runs[(True, False, 0)]):
+    for found in (*runs[(True, 1, 0)], *runs[(True, 2, 0)]):
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)

@@ -174,12 +174,13 @@ std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream 
 bool fwd_pdl() { return switch_state(g_fwd_pdl, "FLASHCLIFFORD_FCGP_FWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 namespace {
-std::atomic<int> g_go_fused{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_FUSED: "0" norm_stats, then go_transpose */
+std::atomic<int> g_go_fused{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_FUSED: 1 one pass, 2 two; 0 by the rule */
 }
-/* The norm's statistics and go^T in one pass (go_rows, on by default) or as two (norm_stats, then
- * go_transpose, sliced by go_rows_setting). */
-bool go_fused() { return switch_state(g_go_fused, "FLASHCLIFFORD_FCGP_BWD_GO_FUSED", 1); }
-void set_go_fused(bool on) { g_go_fused.store(on ? 1 : 0); }
+/* The norm's statistics and go^T in one pass (go_rows) or as two (norm_stats, then go_transpose,
+ * sliced by go_rows_setting): 0 by the rule (go_fused_rule), 1 one pass where N_out allows, 2 two
+ * passes; FLASHCLIFFORD_FCGP_BWD_GO_FUSED at start-up, or set_go_fused. */
+int go_fused_setting() { return env_choice(g_go_fused, "FLASHCLIFFORD_FCGP_BWD_GO_FUSED", 1, 2, 0); }
+void set_go_fused(int mode) { g_go_fused.store(mode >= 1 && mode <= 2 ? mode : 0); }
 bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }
 void set_fused_norm(bool on) { g_fwd_norm.store(on ? 1 : 0); }
 
@@ -1008,7 +1009,14 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
          * slice's statistics, then its go^T */
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
-        const bool fused = in.stats_rows && go_fused() && No > 0 && cdiv(No, 32) <= kGoRowsCluster * kGoRowsTiles;
+        const int gf = go_fused_setting();
+        /* the rule: one pass where a column of grad_out and v holds 64 bytes or more (Cl(3,0) with
+         * fp32 data); at 32 bytes it lost to the two passes, whose many small blocks hide the
+         * latency better (H100, B 4096, N 512, NOTES_FCGP.md session 30: backward 1120 -> 1098 us at
+         * Cl(3,0) tf32; 484 -> 489 Cl(2,0) tf32, 680 -> 687 Cl(3,0) bf16, 322 -> 341 Cl(2,0) bf16) */
+        const bool rule = D * (int64_t)(sizeof(Tio) + in.v_bytes) >= 64;
+        const bool fused = in.stats_rows && No > 0 && cdiv(No, 32) <= kGoRowsCluster * kGoRowsTiles &&
+                           (gf == 1 || (gf == 0 && rule));
         auto go_pass = [&](auto vt) -> fc_status {
             using Tv = typename decltype(vt)::type;
             auto k = go_rows<ID, MODE, Tv, Tio>;
@@ -1142,9 +1150,11 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
 int fc_fcgp_sm90_bwd_pdl_switch(int on) { return toggle(on, fc::fcgp::sm90::set_bwd_pdl, fc::fcgp::sm90::bwd_pdl); }
-int fc_fcgp_sm90_bwd_go_fused_switch(int on)
+int fc_fcgp_sm90_bwd_go_fused(int mode)
 {
-    return toggle(on, fc::fcgp::sm90::set_go_fused, fc::fcgp::sm90::go_fused);
+    if (mode >= 0)
+        fc::fcgp::sm90::set_go_fused(mode);
+    return fc::fcgp::sm90::go_fused_setting();
 }
 long long fc_fcgp_sm90_bwd_go_rows(long long rows)
 {

@@ -120,10 +120,10 @@ void set_go_rows(long long rows);
  * fc_fcgp_sm90_bwd_pdl_switch): bitwise the same result either way. */
 bool bwd_pdl();
 void set_bwd_pdl(bool on);
-/* Whether the backward forms the norm's statistics and go^T in one pass (go_rows; on by default,
- * FLASHCLIFFORD_FCGP_BWD_GO_FUSED; fc_fcgp_sm90_bwd_go_fused_switch). */
-bool go_fused();
-void set_go_fused(bool on);
+/* How the backward forms the norm's statistics and go^T (go_rows in one pass, or two passes):
+ * 0 by the rule, 1 one pass, 2 two passes (FLASHCLIFFORD_FCGP_BWD_GO_FUSED; fc_fcgp_sm90_bwd_go_fused). */
+int go_fused_setting();
+void set_go_fused(int mode);
 
 /* The switches (initially on unless FLASHCLIFFORD_FCGP_SM90 == "0", FLASHCLIFFORD_FCGP_SM90_BWD
  * == "0" for the backward kernels) and whether the unit has sm_90a code. */
