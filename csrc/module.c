@@ -183,34 +183,32 @@ static PyObject *fcgp_sm90_bwd_pdl(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_bwd_pdl", fc_fcgp_sm90_bwd_pdl_switch);
 }
+/* The C API's small choices from Python: one optional integer (-1, leave it, when absent) in [-1,
+ * most], passed to get_set, which sets the choice when it is >= 0 and returns it; `values` names the
+ * choices for the error. */
+static PyObject *choice_call(PyObject *args, const char *format, int most, const char *values, int (*get_set)(int))
+{
+    int v = -1;
+    if (!PyArg_ParseTuple(args, format, &v))
+        return NULL;
+    if (v > most) {
+        PyErr_Format(PyExc_ValueError, "%s: must be %s, got %d", format + 3, values, v);
+        return NULL;
+    }
+    return PyLong_FromLong(get_set(v));
+}
 /* _fcgp_sm90_bwd_go_fused(mode=-1): set the mode when mode >= 0; returns the setting */
 static PyObject *fcgp_sm90_bwd_go_fused(PyObject *module, PyObject *args)
 {
     (void)module;
-    int mode = -1;
-    if (!PyArg_ParseTuple(args, "|i:_fcgp_sm90_bwd_go_fused", &mode))
-        return NULL;
-    if (mode > 2) {
-        PyErr_Format(PyExc_ValueError,
-                     "_fcgp_sm90_bwd_go_fused: mode must be 0 (by the rule), 1 (one pass) or 2 (two passes), got %d",
-                     mode);
-        return NULL;
-    }
-    return PyLong_FromLong(fc_fcgp_sm90_bwd_go_fused(mode));
+    return choice_call(args, "|i:_fcgp_sm90_bwd_go_fused", 2, "0 (by the rule), 1 (one pass) or 2 (two passes)",
+                       fc_fcgp_sm90_bwd_go_fused);
 }
 /* _fcgp_sm90_fwd_cluster(shape=-1): set the shape when shape >= 0; returns the setting */
 static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
 {
     (void)module;
-    int shape = -1;
-    if (!PyArg_ParseTuple(args, "|i:_fcgp_sm90_fwd_cluster", &shape))
-        return NULL;
-    if (shape > 3) {
-        PyErr_Format(PyExc_ValueError, "_fcgp_sm90_fwd_cluster: shape must be 0 (by the rule), 1, 2 or 3, got %d",
-                     shape);
-        return NULL;
-    }
-    return PyLong_FromLong(fc_fcgp_sm90_fwd_cluster(shape));
+    return choice_call(args, "|i:_fcgp_sm90_fwd_cluster", 3, "0 (by the rule), 1, 2 or 3", fc_fcgp_sm90_fwd_cluster);
 }
 /* The C API's numeric settings from Python: one optional integer (-1, leave it, when absent),
  * passed to get_set, which sets the setting when the value is >= 0 and returns it. */
