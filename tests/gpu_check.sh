@@ -9,7 +9,8 @@
 #                                      line) and 4 (FCGP against torch.bmm)
 # STAGES=build,test,sidestream,hang,sanitize,sass,bench selects stages (bench_sgp / bench_fcgp: one table;
 # parts_fcgp: fcgp_parts.py's per-kernel split; ncu_fcgp: Nsight Compute on the Hopper FCGP kernels;
-# ncu_mem_fcgp: their shared-memory, tensor and L2 throughput (NCU_CELLS: cells, space-separated);
+# ncu_mem_fcgp: their shared-memory, tensor and L2 throughput (NCU_CELLS: cells, space-separated;
+# NCU_MEM_KERNELS: other kernels, e.g. "go_rows gelu_transpose go_transpose norm_stats");
 # ncu_src_fcgp: their stall samples per source line, NCU_KERNELS and NCU_CELLS="2,float32,4096,512" narrowing it; none of these in the default set); SANITIZE_TOOLS="memcheck racecheck"
 # selects sanitizer tools (SANITIZE_QUICK=1: the small case set for memcheck too; SANITIZE_ARGS="--hopper": gpu_sanitize.py's
 # Hopper FCGP cases alone, for every tool); SIDESTREAM_MARKS="gpu and not large" narrows the side-stream rerun;
@@ -173,12 +174,12 @@ if has ncu_mem_fcgp; then
     for cell in ${NCU_CELLS:-3,float32,4096,512 3,bfloat16,4096,512}; do
         log="$OUT/ncu_mem_${cell//,/_}.txt"
         : >"$log"
-        for k in fwd_tma_kernel gw_tma_kernel gz_tma_kernel; do
+        for k in ${NCU_MEM_KERNELS:-fwd_tma_kernel gw_tma_kernel gz_tma_kernel}; do
             ncu --kernel-name regex:"$k" --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
                 --section MemoryWorkloadAnalysis python3 benchmarks/fcgp_parts.py --cells "$cell" --once >>"$log" 2>&1 ||
                 status=1
         done
-        grep -E "^  void|Duration|L2 Cache Throughput|L1/TEX Cache Throughput|Issue Slots|SM Busy|Compute \(SM\)" \
+        grep -E "^  void|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Issue Slots|SM Busy|Compute \(SM\)" \
             "$log" | cut -c1-110 | head -n 40
     done
 fi
