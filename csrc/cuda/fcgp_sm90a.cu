@@ -165,6 +165,7 @@ std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream 
  * the backward 1178 -> 1148 us at Cl(3,0) tf32, 530 -> 501 Cl(2,0) tf32, 765 -> 736 Cl(3,0)
  * bf16, 384 -> 361 Cl(2,0) bf16 (H100, B 4096, N 512, NOTES_FCGP.md session 26). */
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
+void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 namespace {
 std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream order */
 }
@@ -172,13 +173,13 @@ std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream 
  * so that its launch and set-up overlap the preparation's tail, or in plain stream order;
  * FLASHCLIFFORD_FCGP_FWD_PDL=0 at start-up (NOTES_FCGP.md session 30). */
 bool fwd_pdl() { return switch_state(g_fwd_pdl, "FLASHCLIFFORD_FCGP_FWD_PDL", 1); }
-void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 namespace {
 std::atomic<int> g_go_fused{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_FUSED: 1 one pass, 2 two; 0 by the rule */
 }
 /* The norm's statistics and go^T in one pass (go_rows) or as two (norm_stats, then go_transpose,
- * sliced by go_rows_setting): 0 by the rule (go_fused_rule), 1 one pass where N_out allows, 2 two
- * passes; FLASHCLIFFORD_FCGP_BWD_GO_FUSED at start-up, or set_go_fused. */
+ * sliced by go_rows_setting): 0 by the rule (bwd's: one pass for Cl(3,0) with fp32 data), 1 one
+ * pass where N_out allows, 2 two passes; FLASHCLIFFORD_FCGP_BWD_GO_FUSED at start-up, or
+ * set_go_fused. */
 int go_fused_setting() { return env_choice(g_go_fused, "FLASHCLIFFORD_FCGP_BWD_GO_FUSED", 1, 2, 0); }
 void set_go_fused(int mode) { g_go_fused.store(mode >= 1 && mode <= 2 ? mode : 0); }
 bool fused_norm() { return switch_state(g_fwd_norm, "FLASHCLIFFORD_FCGP_FWD_NORM", 1); }
@@ -835,7 +836,7 @@ __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
     const int64_t c0 = (int64_t)tma::cluster_rank() * per;
     const int nt = (int)(c0 < tiles ? (tiles - c0 < per ? tiles - c0 : per) : 0); /* this CTA's tiles */
 
-    /* thread (tx, ty): column tx of each tile, rows ty and ty + 8; every load issued before any sum */
+    /* thread (tx, ty): column tx of each tile, rows ty and ty + 8, into shared memory and the dots */
     float dot[2][G] = {};
     for (int i = 0; i < nt; ++i) {
         const int64_t m = (c0 + i) * 32 + tx;
