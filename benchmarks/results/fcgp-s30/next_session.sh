@@ -5,8 +5,11 @@
 #      (go_rows under the default rule; norm_stats, go_transpose and gelu_transpose under the two
 #      passes): how far each is from the copy rate, and what binds go_rows (52-60 us a chunk for
 #      100 MB in session 30)
-#   B: go_rows at two blocks an SM (launch bounds 256, 2: every load of a thread in flight) against
-#      main, by fcgp_ab_trees.sh
+#   B: go_rows_tma.patch (persistent, the copy engine bringing the next 16-row block while this one
+#      is reduced and stored) against main, by fcgp_ab_trees.sh, under the default rule and with
+#      the one pass forced in every cell (FLASHCLIFFORD_FCGP_BWD_GO_FUSED=1); then the go tests in
+#      the go_rows_tma tree. (go_rows_lb2.patch, launch bounds (256, 2), is the smaller variant to
+#      try if the profile of A shows go_rows' loads not all in flight.)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}
@@ -22,8 +25,9 @@ A)
         STAGES=ncu_mem_fcgp timeout 120 bash tests/gpu_check.sh | tail -n 30
     ;;
 B)
-    PATCHES=benchmarks/results/fcgp-s30/go_rows_lb2.patch CELLS="3,float32,4096,512 2,float32,4096,512" \
-        timeout 500 bash benchmarks/fcgp_ab_trees.sh 2>&1 | tail -n 40
+    PATCHES="benchmarks/results/fcgp-s30/go_rows_tma.patch" \
+        SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=1" TREE_TESTS="tests/test_gpu_fcgp_sm90.py -k go_" \
+        timeout 580 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "^#|^=|^Cl|go_rows|passed|failed"
     ;;
 *)
     echo "usage: $0 A|B"; exit 2 ;;
