@@ -185,7 +185,7 @@ static PyObject *fcgp_sm90_bwd_pdl(PyObject *module, PyObject *args)
 }
 /* The C API's small choices from Python: one optional integer (-1, leave it, when absent) in [-1,
  * most], passed to get_set, which sets the choice when it is >= 0 and returns it; `values` names the
- * choices for the error. */
+ * choices for the error, which names the function from format ("|i:name"). */
 static PyObject *choice_call(PyObject *args, const char *format, int most, const char *values, int (*get_set)(int))
 {
     int v = -1;

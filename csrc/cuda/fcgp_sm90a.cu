@@ -982,6 +982,15 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     };
     const int gzk = gz_chunks_a_step(D);
 
+    /* the norm's statistics and go^T in one pass (go_rows) or two (norm_stats, go_transpose). The
+     * rule: one pass where a column of grad_out and v holds 64 bytes or more (Cl(3,0) with fp32
+     * data); at 32 bytes it lost to the two passes, whose many small blocks hide the latency
+     * better (H100, B 4096, N 512, NOTES_FCGP.md session 30: backward 1120 -> 1098 us at Cl(3,0)
+     * tf32; 484 -> 489 Cl(2,0) tf32, 680 -> 687 Cl(3,0) bf16, 322 -> 341 Cl(2,0) bf16) */
+    const int gf = go_fused_setting();
+    const bool rule = D * (int64_t)(sizeof(Tio) + in.v_bytes) >= 64;
+    const bool fused = in.stats_rows && No > 0 && cdiv(No, 32) <= kGoRowsCluster * kGoRowsTiles &&
+                       (gf == 1 || (gf == 0 && rule));
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No, gcs = Bp * Nor;
         /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws) for gW, first: it and the
@@ -1010,42 +1019,41 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
          * slice's statistics, then its go^T */
         const Tio *gout = (const Tio *)a->grad_out + b0 * No;
         const float *stats = in.stats ? in.stats + b0 * 2 * G : nullptr;
-        const int gf = go_fused_setting();
-        /* the rule: one pass where a column of grad_out and v holds 64 bytes or more (Cl(3,0) with
-         * fp32 data); at 32 bytes it lost to the two passes, whose many small blocks hide the
-         * latency better (H100, B 4096, N 512, NOTES_FCGP.md session 30: backward 1120 -> 1098 us at
-         * Cl(3,0) tf32; 484 -> 489 Cl(2,0) tf32, 680 -> 687 Cl(3,0) bf16, 322 -> 341 Cl(2,0) bf16) */
-        const bool rule = D * (int64_t)(sizeof(Tio) + in.v_bytes) >= 64;
-        const bool fused = in.stats_rows && No > 0 && cdiv(No, 32) <= kGoRowsCluster * kGoRowsTiles &&
-                           (gf == 1 || (gf == 0 && rule));
-        auto go_pass = [&](auto vt) -> fc_status {
-            using Tv = typename decltype(vt)::type;
-            auto k = go_rows<ID, MODE, Tv, Tio>;
-            const int per = (int)cdiv(cdiv(No, 32), kGoRowsCluster), smem = go_rows_smem(D, per);
-            FC_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-            FC_CUDA_CHECK(pdl::launch(chain.next(), k, dim3((unsigned)(Bp / kBlockRows * kGoRowsCluster)), dim3(256),
-                                      (size_t)smem, st, (const Tv *)in.v + b0 * No, gout, in.norms, in.partial,
-                                      in.nparts, in.from_out, B, b0, got, rows, No, Bp, cs, gcs, per));
-            FC_LAUNCH_CHECK(st);
-            return FC_OK;
-        };
-        if (fused && (s = in.v_bytes == 4 ? go_pass(type_is<float>{}) : go_pass(type_is<Tio>{})) != FC_OK)
-            return s;
-        const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
-        for (int64_t r0 = 0; r0 < (fused ? 0 : Bp); r0 += slice) {
-            const int64_t n = std::min(slice, Bp - r0);
-            if (in.stats_rows && r0 < rows &&
-                (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st, chain.next())) != FC_OK)
+        /* with v (the norm): its type, float or Tio, as a type_is value to f */
+        auto by_v = [&](auto f) { return in.v && in.v_bytes == 4 ? f(type_is<float>{}) : f(type_is<Tio>{}); };
+        if (fused) {
+            s = by_v([&](auto vt) -> fc_status {
+                using Tv = typename decltype(vt)::type;
+                auto k = go_rows<ID, MODE, Tv, Tio>;
+                const int per = (int)cdiv(cdiv(No, 32), kGoRowsCluster), smem = go_rows_smem(D, per);
+                FC_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+                FC_CUDA_CHECK(pdl::launch(chain.next(), k, dim3((unsigned)(Bp / kBlockRows * kGoRowsCluster)),
+                                          dim3(256), (size_t)smem, st, (const Tv *)in.v + b0 * No, gout, in.norms,
+                                          in.partial, in.nparts, in.from_out, B, b0, got, rows, No, Bp, cs, gcs, per));
+                FC_LAUNCH_CHECK(st);
+                return FC_OK;
+            });
+            if (s != FC_OK)
                 return s;
-            const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
-            if (in.v && in.v_bytes == 4)
-                FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, float, Tio>, tgrid, dim3(256), 0, st,
-                                          (const float *)in.v + b0 * No, gout, stats, got, rows, No, Bp, cs, gcs, r0));
-            else
-                FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, Tio, Tio>, tgrid, dim3(256), 0, st,
-                                          in.v ? (const Tio *)in.v + b0 * No : nullptr, gout, stats, got, rows, No, Bp,
-                                          cs, gcs, r0));
-            FC_LAUNCH_CHECK(st);
+        } else {
+            const int64_t slice = in.stats_rows ? go_slice_rows(L.Bc) : cdiv(Bp, 32) * 32;
+            for (int64_t r0 = 0; r0 < Bp; r0 += slice) {
+                const int64_t n = std::min(slice, Bp - r0);
+                if (in.stats_rows && r0 < rows &&
+                    (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st, chain.next())) != FC_OK)
+                    return s;
+                s = by_v([&](auto vt) -> fc_status {
+                    using Tv = typename decltype(vt)::type;
+                    const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
+                    FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, Tv, Tio>, tgrid, dim3(256), 0, st,
+                                              in.v ? (const Tv *)in.v + b0 * No : nullptr, gout, stats, got, rows, No,
+                                              Bp, cs, gcs, r0));
+                    FC_LAUNCH_CHECK(st);
+                    return FC_OK;
+                });
+                if (s != FC_OK)
+                    return s;
+            }
         }
 
         if (need_w) { /* gW of the chunk */
