@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Session 31's device calls (logs straight to $OUT; `kind: nvidia-h100-x1`):
+#   C (cold): transposes.patch (gelu_transpose and got_store: a thread's piece place and tile rows
+#      formed once, 16-byte stores by st.global.v4) and transposes_norm_inv.patch (the same, and
+#      the forward epilogue's norm_inv with its partial loads unrolled) against main, by
+#      fcgp_ab_trees.sh under the default rule and with either go^T pass forced; then the three
+#      FCGP test files in the transposes_norm_inv tree. The kernel lines of every parts file are
+#      printed at the end (only 8 files come back).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+R=${OUT:-gpu_check_out}
+mkdir -p "$R"
+export OUT="$R"
+S=benchmarks/results/fcgp-s31
+case "${1:-}" in
+C)
+    PATCHES="$S/transposes.patch $S/transposes_norm_inv.patch" \
+        SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=1;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=2" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
+        timeout 560 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
+    echo "ab_trees rc $?"
+    grep -E "^=|passed|failed|error" "$R/ab_trees.log" | tail -n 12
+    for f in "$R"/*/parts_*.txt; do
+        echo "## $f"
+        grep -E "^Cl.*(forward|backward)|fwd_tma|gelu_transpose|go_rows|go_transpose|norm_stats" "$f" |
+            sed -E 's/ +/ /g; s/4096x512 //'
+    done
+    ;;
+*)
+    echo "usage: $0 C"; exit 2 ;;
+esac
