@@ -711,23 +711,36 @@ __device__ __forceinline__ void got_store(const float (*tile)[ROWS][33], Elem<MO
     constexpr int KS = kSteps(MODE), V = 16 / sizeof(E), PIECES = ROWS * 32 / V;
     static_assert(V * 2 == KS && ROWS % kBatchBlock == 0 && kBatchBlock % KS == 0, "two pieces a 32-byte row");
     /* piece i of a component: step i / 64 of the tile, row (i / 2) % 32, 16-byte half i % 2 in
-     * memory, which holds the batch positions of half (i % 2) ^ swizzle */
-    static_assert(D * PIECES % 256 == 0, "whole rounds of pieces");
+     * memory, which holds the batch positions of half (i % 2) ^ swizzle. A thread's piece i is the
+     * same in every round (256 threads, PIECES dividing 256), so its place and tile rows are
+     * formed once: formed a piece, their integer arithmetic outweighed the copy (session 31). */
+    static_assert(D * PIECES % 256 == 0 && 256 % PIECES == 0, "whole rounds of pieces, one i a thread");
+    const int i = threadIdx.x % PIECES, a0 = threadIdx.x / PIECES, step = i / 64, ml = i / 2 % 32;
+    const int64_t m = m0 + ml, q0 = b0 + step * KS;
+    if (m >= Nor || q0 >= Bp)
+        return;
+    const int half = (i % 2) ^ (int)((m >> 2) & 1); /* the positions this piece holds */
+    int at[V];                                      /* its elements in a component's tile */
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+        const int pos = step * KS + half * V + k; /* in the tile, physical */
+        at[k] = (pos / kBatchBlock * kBatchBlock + got_row(MODE, pos % kBatchBlock)) * 33 + ml;
+    }
+    E *out = got + got_offset<MODE>(gcs, Nor, 0, m, q0 + half * V);
 #pragma unroll
     for (int it = 0; it < D * PIECES / 256; ++it) {
-        const int w = it * 256 + threadIdx.x, a = w / PIECES, i = w % PIECES, step = i / 64, ml = i / 2 % 32;
-        const int64_t m = m0 + ml, q0 = b0 + step * KS;
-        if (m >= Nor || q0 >= Bp)
-            continue;
-        const int half = (i % 2) ^ (int)((m >> 2) & 1); /* the positions this piece holds */
-        alignas(16) E e[V];
+        const int a = it * (256 / PIECES) + a0;
+        const float *ta = &tile[a][0][0];
+        uint32_t w[4]; /* the piece's 16 bytes */
 #pragma unroll
-        for (int k = 0; k < V; ++k) {
-            const int pos = step * KS + half * V + k; /* in the tile, physical */
-            const float val = tile[a][pos / kBatchBlock * kBatchBlock + got_row(MODE, pos % kBatchBlock)][ml];
-            e[k] = MODE == kTF32 ? E(__uint_as_float(to_tf32(val))) : store<E>(val);
+        for (int u = 0; u < 4; ++u) {
+            if constexpr (MODE == kTF32)
+                w[u] = to_tf32(ta[at[u]]);
+            else
+                w[u] = (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(ta[at[2 * u]])) |
+                       (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(ta[at[2 * u + 1]])) << 16;
         }
-        *(uint4 *)(got + got_offset<MODE>(gcs, Nor, a, m, q0 + half * V)) = *(const uint4 *)e;
+        stg_b128(out + a * gcs, w);
     }
 }
 

@@ -144,6 +144,14 @@ __host__ __device__ constexpr int64_t xgt_offset(int64_t dcs, int64_t NB, int c,
     return c * dcs + ((q / KS) * NB + n / 64) * (64 * KS) + (n % 64) * KS + q % KS;
 }
 
+/* One 16-byte global store (p 16-byte aligned). Through a uint4 pointer nvcc split
+ * gelu_transpose's stores into four 4-byte ones (its PTX, session 31). */
+__device__ __forceinline__ void stg_b128(void *p, const uint32_t (&w)[4])
+{
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(__cvta_generic_to_global(p)), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+                 : "memory");
+}
+
 /* gelu_transpose's tile width in N_in: 32, or in bf16 the whole 64-row block of xgt_offset, so
  * that a block moves as many bytes as in fp32 with as many loads (two elements each) */
 __host__ __device__ constexpr int gelu_transpose_cols(int mode) { return mode == kBF16 ? 64 : 32; }
@@ -221,22 +229,35 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
         }
     }
     __syncthreads();
-    /* 16-byte pieces: piece i of a component holds positions [q0, q0 + V) of row nl of the
-     * tile's step i V / (TC KS), so a warp stores 512 contiguous bytes */
-    static_assert(D * PIECES % 256 == 0, "whole rounds of pieces");
+    /* 16-byte pieces: piece tid of each component holds positions [q0, q0 + V) of row nl of the
+     * tile's step i0 / (TC KS) (i0 = tid V), so a warp stores 512 contiguous bytes. The piece's
+     * place and its V tile rows (gW's batch order, xgt_row) are the same for every component:
+     * formed once, where forming them a component was most of the kernel's instructions (its
+     * integer pipe 61% busy under ncu, NOTES_FCGP.md session 31). */
+    static_assert(PIECES == 256, "one piece a thread and component");
+    const int i0 = threadIdx.x * V, step = i0 / (TC * KS), nl = i0 / KS % TC, q0 = i0 % KS;
+    const int64_t q = b0 + step * KS + q0;
+    if (q >= Bp) /* zeros from B to Bp: the maps read whole steps; past Bp nothing */
+        return;
+    int at[V]; /* the piece's elements in a component's tile */
 #pragma unroll
-    for (int it = 0; it < D * PIECES / 256; ++it) {
-        const int w = it * 256 + threadIdx.x, c = w / PIECES, i0 = w % PIECES * V, step = i0 / (TC * KS), nl = i0 / KS % TC, q0 = i0 % KS;
-        const int64_t q = b0 + step * KS + q0;
-        if (q >= Bp) /* zeros from B to Bp: the maps read whole steps; past Bp nothing */
-            continue;
-        alignas(16) E e[V];
+    for (int k = 0; k < V; ++k) {
+        const int pos = step * KS + q0 + k;
+        at[k] = (pos / kBatchBlock * kBatchBlock + xgt_row(MODE, pos % kBatchBlock)) * (TC + CW) + nl;
+    }
+    E *out = dst + xgt_offset<MODE>(dcs, NB, 0, n0 + nl, q);
 #pragma unroll
-        for (int k = 0; k < V; ++k) {
-            const int pos = step * KS + q0 + k;
-            e[k] = store<E>(load<S>(tile[c][pos / kBatchBlock * kBatchBlock + xgt_row(MODE, pos % kBatchBlock)][nl]));
+    for (int c = 0; c < D; ++c) {
+        const S *tc = &tile[c][0][0];
+        uint32_t w[4]; /* the piece's 16 bytes: the staged bits as they are */
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            if constexpr (MODE == kBF16)
+                w[u] = (uint32_t)__bfloat16_as_ushort(tc[at[2 * u]]) | (uint32_t)__bfloat16_as_ushort(tc[at[2 * u + 1]]) << 16;
+            else
+                w[u] = __float_as_uint(tc[at[u]]);
         }
-        *(uint4 *)(dst + xgt_offset<MODE>(dcs, NB, c, n0 + nl, q)) = *(const uint4 *)e;
+        stg_b128(out + c * dcs, w);
     }
 }
 
