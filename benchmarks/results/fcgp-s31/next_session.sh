@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 31's device calls (logs straight to $OUT; `kind: nvidia-h100-x1`):
+# Session 31's device calls (logs straight to $OUT; `kind: nvidia-h100-x1`; F below):
 #   C (cold): transposes.patch (gelu_transpose and got_store: a thread's piece place and tile rows
 #      formed once, 16-byte stores by st.global.v4) and transposes_norm_inv.patch (the same, and
 #      the forward epilogue's norm_inv with its partial loads unrolled) against main, by
@@ -26,6 +26,25 @@ C)
             sed -E 's/ +/ /g; s/4096x512 //'
     done
     ;;
+F)
+    # go_rows with both tiles' loads out before the first is used (launch bounds (256, 2): at
+    # (256, 3) ptxas spills 4-12 bytes at Cl(3,0); go_rows_unroll.patch) against main (which has
+    # transposes.patch since C), the go tests in its tree; then the issue-4 bench on main (final
+    # check B's bench stage ran past its 150-s limit after the SASS stage)
+    PATCHES="$S/go_rows_unroll_lb2.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=1" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py -k go_" \
+        timeout 400 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
+    echo "ab_trees rc $?"
+    grep -E "^=|passed|failed|error" "$R/ab_trees.log" | tail -n 8
+    for f in "$R"/*/parts_*.txt; do
+        echo "## $f"
+        grep -E "^Cl.*(forward|backward)|gelu_transpose|go_rows|go_transpose|norm_stats" "$f" |
+            sed -E 's/ +/ /g; s/4096x512 //'
+    done
+    STAGES=bench_fcgp timeout 180 bash tests/gpu_check.sh >/dev/null 2>&1
+    echo "bench rc $?"
+    cat "$R"/bench_fcgp*.log
+    ;;
 *)
-    echo "usage: $0 C"; exit 2 ;;
+    echo "usage: $0 C|F"; exit 2 ;;
 esac
