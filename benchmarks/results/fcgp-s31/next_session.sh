@@ -12,6 +12,15 @@ R=${OUT:-gpu_check_out}
 mkdir -p "$R"
 export OUT="$R"
 S=benchmarks/results/fcgp-s31
+# the A/B log's headings and test counts (its last $1 lines), then each parts file's lines
+# matching $2 (only 8 files come back from a call)
+show_ab() {
+    grep -E "^=|passed|failed|rror" "$R/ab_trees.log" | tail -n "$1"
+    for f in "$R"/*/parts_*.txt; do
+        echo "## $f"
+        grep -E "$2" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
+    done
+}
 case "${1:-}" in
 C)
     PATCHES="$S/transposes.patch $S/transposes_norm_inv.patch" \
@@ -19,12 +28,7 @@ C)
         TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
         timeout 560 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
     echo "ab_trees rc $?"
-    grep -E "^=|passed|failed|error" "$R/ab_trees.log" | tail -n 12
-    for f in "$R"/*/parts_*.txt; do
-        echo "## $f"
-        grep -E "^Cl.*(forward|backward)|fwd_tma|gelu_transpose|go_rows|go_transpose|norm_stats" "$f" |
-            sed -E 's/ +/ /g; s/4096x512 //'
-    done
+    show_ab 12 "^Cl.*(forward|backward)|fwd_tma|gelu_transpose|go_rows|go_transpose|norm_stats"
     ;;
 F)
     # go_rows with both tiles' loads out before the first is used (launch bounds (256, 2): at
@@ -35,16 +39,23 @@ F)
         TREE_TESTS="tests/test_gpu_fcgp_sm90.py -k go_" \
         timeout 400 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
     echo "ab_trees rc $?"
-    grep -E "^=|passed|failed|error" "$R/ab_trees.log" | tail -n 8
-    for f in "$R"/*/parts_*.txt; do
-        echo "## $f"
-        grep -E "^Cl.*(forward|backward)|gelu_transpose|go_rows|go_transpose|norm_stats" "$f" |
-            sed -E 's/ +/ /g; s/4096x512 //'
-    done
+    show_ab 8 "^Cl.*(forward|backward)|gelu_transpose|go_rows|go_transpose|norm_stats"
     STAGES=bench_fcgp timeout 180 bash tests/gpu_check.sh >/dev/null 2>&1
     echo "bench rc $?"
     cat "$R"/bench_fcgp*.log
     ;;
+G)
+    # go_rows' gathered loads at D 4 with the go^T rule by element size, and the forward's
+    # epilogue norm over a cluster of the row block's column tiles (gather_d4_norm_cluster.patch)
+    # against main; in the patched tree FLASHCLIFFORD_FCGP_FWD_NORM_CLUSTER=0 isolates the
+    # gather (main ignores the variable: its second run is the spread); then the norm and go
+    # tests in the patched tree
+    PATCHES="$S/gather_d4_norm_cluster.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_FWD_NORM_CLUSTER=0" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py::test_norm_in_the_epilogue_is_the_finalize_pass tests/test_gpu_fcgp_sm90.py::test_backward_go_fused tests/test_gpu_fcgp_sm90.py::test_backward_pdl_chain" \
+        timeout 540 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
+    echo "ab_trees rc $?"
+    show_ab 12 "^Cl.*(forward|backward)|fwd_tma|gelu_transpose|go_rows|go_transpose|norm_stats"
+    ;;
 *)
-    echo "usage: $0 C|F"; exit 2 ;;
+    echo "usage: $0 C|F|G"; exit 2 ;;
 esac
