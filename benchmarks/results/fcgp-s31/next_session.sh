@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 31's device calls (logs straight to $OUT; `kind: nvidia-h100-x1`; F below):
+# Session 31's device calls (logs straight to $OUT; `kind: nvidia-h100-x1`; C and F ran; G was cut
+# by the end of session 31's device time while building: session 32's first call):
 #   C (cold): transposes.patch (gelu_transpose and got_store: a thread's piece place and tile rows
 #      formed once, 16-byte stores by st.global.v4) and transposes_norm_inv.patch (the same, and
 #      the forward epilogue's norm_inv with its partial loads unrolled) against main, by
