@@ -47,11 +47,13 @@ F)
     ;;
 G)
     # go_rows' gathered loads at D 4 with the go^T rule by element size, and the forward's
-    # epilogue norm over a cluster of the row block's column tiles (gather_d4_norm_cluster.patch)
-    # against main; in the patched tree FLASHCLIFFORD_FCGP_FWD_NORM_CLUSTER=0 isolates the
-    # gather (main ignores the variable: its second run is the spread); then the norm and go
-    # tests in the patched tree
-    PATCHES="$S/gather_d4_norm_cluster.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_FWD_NORM_CLUSTER=0" \
+    # epilogue norm over a cluster of the row block's column tiles, whose tiles may share x and y
+    # by multicast (gather_d4_norm_cluster.patch) against main; in the patched tree
+    # FLASHCLIFFORD_FCGP_FWD_NORM_CLUSTER=0 isolates the gather and
+    # FLASHCLIFFORD_FCGP_FWD_NC_MULTICAST=1 adds the multicast (main ignores both variables: its
+    # other runs are the spread); then the norm and go tests in the patched tree
+    PATCHES="$S/gather_d4_norm_cluster.patch" \
+        SETTINGS="base;FLASHCLIFFORD_FCGP_FWD_NORM_CLUSTER=0;FLASHCLIFFORD_FCGP_FWD_NC_MULTICAST=1" \
         TREE_TESTS="tests/test_gpu_fcgp_sm90.py::test_norm_in_the_epilogue_is_the_finalize_pass tests/test_gpu_fcgp_sm90.py::test_backward_go_fused" \
         timeout 540 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
     echo "ab_trees rc $?"
