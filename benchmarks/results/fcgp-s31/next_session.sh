@@ -22,14 +22,20 @@ show_ab() {
         grep -E "$2" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
     done
 }
+# fcgp_ab_trees.sh under a limit of $1 seconds (PATCHES, SETTINGS, TREE_TESTS from the caller's
+# environment), its log to $R/ab_trees.log; then show_ab $2 $3
+ab() {
+    timeout "$1" bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
+    echo "ab_trees rc $?"
+    show_ab "$2" "$3"
+}
+KERNELS="^Cl.*(forward|backward)|fwd_tma|gelu_transpose|go_rows|go_transpose|norm_stats"
 case "${1:-}" in
 C)
     PATCHES="$S/transposes.patch $S/transposes_norm_inv.patch" \
         SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=1;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=2" \
         TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
-        timeout 560 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
-    echo "ab_trees rc $?"
-    show_ab 12 "^Cl.*(forward|backward)|fwd_tma|gelu_transpose|go_rows|go_transpose|norm_stats"
+        ab 560 12 "$KERNELS"
     ;;
 F)
     # go_rows with both tiles' loads out before the first is used (launch bounds (256, 2): at
@@ -38,9 +44,7 @@ F)
     # check B's bench stage ran past its 150-s limit after the SASS stage)
     PATCHES="$S/go_rows_unroll_lb2.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=1" \
         TREE_TESTS="tests/test_gpu_fcgp_sm90.py -k go_" \
-        timeout 400 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
-    echo "ab_trees rc $?"
-    show_ab 8 "^Cl.*(forward|backward)|gelu_transpose|go_rows|go_transpose|norm_stats"
+        ab 400 8 "$KERNELS"
     STAGES=bench_fcgp timeout 180 bash tests/gpu_check.sh >/dev/null 2>&1
     echo "bench rc $?"
     cat "$R"/bench_fcgp*.log
@@ -55,9 +59,7 @@ G)
     PATCHES="$S/gather_d4_norm_cluster.patch" \
         SETTINGS="base;FLASHCLIFFORD_FCGP_FWD_NORM_CLUSTER=0;FLASHCLIFFORD_FCGP_FWD_NC_MULTICAST=1" \
         TREE_TESTS="tests/test_gpu_fcgp_sm90.py::test_norm_in_the_epilogue_is_the_finalize_pass tests/test_gpu_fcgp_sm90.py::test_backward_go_fused" \
-        timeout 540 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
-    echo "ab_trees rc $?"
-    show_ab 12 "^Cl.*(forward|backward)|fwd_tma|gelu_transpose|go_rows|go_transpose|norm_stats"
+        ab 540 12 "$KERNELS"
     ;;
 *)
     echo "usage: $0 C|F|G"; exit 2 ;;
