@@ -177,7 +177,7 @@ namespace {
 std::atomic<int> g_go_fused{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_FUSED: 1 one pass, 2 two; 0 by the rule */
 }
 /* The norm's statistics and go^T in one pass (go_rows) or as two (norm_stats, then go_transpose,
- * sliced by go_rows_setting): 0 by the rule (bwd's: one pass for Cl(3,0) with fp32 data), 1 one
+ * sliced by go_rows_setting): 0 by the rule (bwd's: one pass for fp32 data), 1 one
  * pass where N_out allows, 2 two passes; FLASHCLIFFORD_FCGP_BWD_GO_FUSED at start-up, or
  * set_go_fused. */
 int go_fused_setting() { return env_choice(g_go_fused, "FLASHCLIFFORD_FCGP_BWD_GO_FUSED", 1, 2, 0); }
@@ -849,27 +849,51 @@ __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
     const int64_t c0 = (int64_t)tma::cluster_rank() * per;
     const int nt = (int)(c0 < tiles ? (tiles - c0 < per ? tiles - c0 : per) : 0); /* this CTA's tiles */
 
-    /* thread (tx, ty): column tx of each tile, rows ty and ty + 8, into shared memory and the dots */
+    /* thread (tx, ty): column tx of each tile, rows ty and ty + 8, into shared memory and the
+     * dots. At D 4 every load of both tiles goes out before the first is used (32 values a
+     * thread, still three CTAs an SM): go_rows 71 -> 60 us at Cl(2,0) fp32, where the loop over
+     * the tiles waited for the first tile's loads; at D 8 the 64 values took two CTAs an SM and
+     * it lost (110 -> 117 us at Cl(3,0) fp32; H100, NOTES_FCGP.md session 31) */
     float dot[2][G] = {};
-    for (int i = 0; i < nt; ++i) {
-        const int64_t m = (c0 + i) * 32 + tx;
+    constexpr bool GATHER = D <= 4;
+    constexpr int SLOTS = GATHER ? 2 * kGoRowsTiles : 1;
+    float gv[SLOTS][D], vv[SLOTS][D];
+    auto load_row = [&](int i, int h, int slot) { /* tile i's row ty + 8 h into gv[slot], vv[slot] */
+        const int64_t m = (c0 + i) * 32 + tx, b = r0 + ty + WARPS * h;
+        const bool in = i < nt && b < rows && m < No;
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value;
+            gv[slot][a] = in ? load<Tg>(gout[a * cs + b * No + m]) : 0.f;
+            vv[slot][a] = in ? load<Tv>(v[a * cs + b * No + m]) : 0.f;
+        });
+    };
+    auto keep_row = [&](int i, int h, int slot) { /* ... into shared memory, and its dots */
+        const int row = ty + WARPS * h;
+        static_for<D>([&](auto ac) {
+            constexpr int a = decltype(ac)::value, g = A::table.grade[a];
+            gs[i][a][row][tx] = gv[slot][a], vs[i][a][row][tx] = vv[slot][a];
+            dot[h][g] += gv[slot][a] * vv[slot][a];
+        });
+    };
+    if constexpr (GATHER) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = ty + WARPS * h;
-            const int64_t b = r0 + row;
-            float gv[D] = {}, vv[D] = {};
-            if (b < rows && m < No)
-                static_for<D>([&](auto ac) {
-                    constexpr int a = decltype(ac)::value;
-                    gv[a] = load<Tg>(gout[a * cs + b * No + m]);
-                    vv[a] = load<Tv>(v[a * cs + b * No + m]);
-                });
-            static_for<D>([&](auto ac) {
-                constexpr int a = decltype(ac)::value, g = A::table.grade[a];
-                gs[i][a][row][tx] = gv[a], vs[i][a][row][tx] = vv[a];
-                dot[h][g] += gv[a] * vv[a];
-            });
-        }
+        for (int i = 0; i < kGoRowsTiles; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                load_row(i, h, 2 * i + h);
+#pragma unroll
+        for (int i = 0; i < kGoRowsTiles; ++i)
+            if (i < nt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    keep_row(i, h, 2 * i + h);
+    } else { /* a row at a time, as up to session 31 */
+        for (int i = 0; i < nt; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                load_row(i, h, 0);
+                keep_row(i, h, 0);
+            }
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h)
@@ -996,12 +1020,12 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     const int gzk = gz_chunks_a_step(D);
 
     /* the norm's statistics and go^T in one pass (go_rows) or two (norm_stats, go_transpose). The
-     * rule: one pass where a column of grad_out and v holds 64 bytes or more (Cl(3,0) with fp32
-     * data); at 32 bytes it lost to the two passes, whose many small blocks hide the latency
-     * better (H100, B 4096, N 512, NOTES_FCGP.md session 30: backward 1120 -> 1098 us at Cl(3,0)
-     * tf32; 484 -> 489 Cl(2,0) tf32, 680 -> 687 Cl(3,0) bf16, 322 -> 341 Cl(2,0) bf16) */
+     * rule: one pass where grad_out and v are both fp32; with 2-byte elements it lost to the two
+     * passes, whose many small blocks hide the latency better (H100, B 4096, N 512, NOTES_FCGP.md
+     * sessions 30-31: backward 1120 -> 1098 us at Cl(3,0) tf32, 476 -> 468 Cl(2,0) tf32 since
+     * go_rows gathers its loads at D 4; 667 -> 670 Cl(3,0) bf16, 317 -> 321 Cl(2,0) bf16) */
     const int gf = go_fused_setting();
-    const bool rule = D * (int64_t)(sizeof(Tio) + in.v_bytes) >= 64;
+    const bool rule = sizeof(Tio) == 4 && in.v_bytes == 4;
     const bool fused = in.stats_rows && No > 0 && cdiv(No, 32) <= kGoRowsCluster * kGoRowsTiles &&
                        (gf == 1 || (gf == 0 && rule));
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
