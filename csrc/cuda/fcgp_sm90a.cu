@@ -1022,8 +1022,9 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     /* the norm's statistics and go^T in one pass (go_rows) or two (norm_stats, go_transpose). The
      * rule: one pass where grad_out and v are both fp32; with 2-byte elements it lost to the two
      * passes, whose many small blocks hide the latency better (H100, B 4096, N 512, NOTES_FCGP.md
-     * sessions 30-31: backward 1120 -> 1098 us at Cl(3,0) tf32, 476 -> 468 Cl(2,0) tf32 since
-     * go_rows gathers its loads at D 4; 667 -> 670 Cl(3,0) bf16, 317 -> 321 Cl(2,0) bf16) */
+     * sessions 30-32: backward 1120 -> 1098 us at Cl(3,0) tf32; 477 -> 467 Cl(2,0) tf32 once
+     * go_rows gathers its loads at D 4 (session 32); 667 -> 670 Cl(3,0) bf16, 317 -> 321 Cl(2,0)
+     * bf16) */
     const int gf = go_fused_setting();
     const bool rule = sizeof(Tio) == 4 && in.v_bytes == 4;
     const bool fused = in.stats_rows && No > 0 && cdiv(No, 32) <= kGoRowsCluster * kGoRowsTiles &&
