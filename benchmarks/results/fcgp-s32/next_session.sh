@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Session 32's device calls (`kind: nvidia-h100-x1`; logs straight to $OUT, the key lines to
+# stdout since only 8 files come back):
+#   H (cold): go_rows_roll.patch (at D 8 go_rows keeps two rows' loads in flight: the next row's
+#      loads go out before a row is kept) against main, two runs a tree under the defaults; then
+#      the three FCGP test files in the patched tree (if it is merged as is, they are main's)
+#   I: the final checks of main in one call: the build, the SASS check, the issue-4 bench,
+#      memcheck --hopper, racecheck a case at a time, the hang loops under both chain settings
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+R=${OUT:-gpu_check_out}
+mkdir -p "$R"
+export OUT="$R"
+S=benchmarks/results/fcgp-s32
+KERNELS="^Cl.*(torch.bmm|forward|backward)|fwd_tma|gelu_transpose|go_rows|go_transpose|norm_stats"
+case "${1:-}" in
+H)
+    PATCHES="$S/go_rows_roll.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_PDL=0" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
+        timeout 560 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
+    echo "ab_trees rc $?"
+    grep -E "^=|passed|failed|rror" "$R/ab_trees.log" | tail -n 12
+    for f in "$R"/*/parts_*.txt; do
+        echo "## $f"
+        grep -E "$KERNELS" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
+    done
+    ;;
+I)
+    STAGES=build timeout 240 bash tests/gpu_check.sh | tail -n 2
+    STAGES=sass timeout 40 bash tests/gpu_check.sh | tail -n 6
+    STAGES=bench_fcgp timeout 110 bash tests/gpu_check.sh >/dev/null 2>&1
+    echo "bench rc $?"
+    cat "$R"/bench_fcgp*.log
+    SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 45 bash tests/gpu_check.sh | tail -n 3
+    LOOPS=0 CASE_S=25 timeout 110 bash benchmarks/fcgp_hang_check.sh | tail -n 9
+    RACECHECK=0 LOOP_S=15 timeout 40 bash benchmarks/fcgp_hang_check.sh
+    ;;
+*)
+    echo "usage: $0 H|I"; exit 2 ;;
+esac
