@@ -4,8 +4,9 @@
 #   H (cold): go_rows_roll.patch (at D 8 go_rows keeps two rows' loads in flight: the next row's
 #      loads go out before a row is kept) against main, two runs a tree under the defaults; then
 #      the three FCGP test files in the patched tree (if it is merged as is, they are main's)
-#   I: the final checks of main in one call: the build, the SASS check, the issue-4 bench,
-#      memcheck --hopper, racecheck a case at a time, the hang loops under both chain settings
+#   I (cold): main's checks in what device time was left (about 14 min): the build, the issue-4
+#      bench, the three FCGP test files, memcheck --hopper, the SASS check, racecheck a case at a
+#      time while the call's time lasts
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}
@@ -27,13 +28,14 @@ H)
     ;;
 I)
     STAGES=build timeout 240 bash tests/gpu_check.sh | tail -n 2
-    STAGES=sass timeout 40 bash tests/gpu_check.sh | tail -n 6
-    STAGES=bench_fcgp timeout 110 bash tests/gpu_check.sh >/dev/null 2>&1
+    STAGES=bench_fcgp timeout 100 bash tests/gpu_check.sh >/dev/null 2>&1
     echo "bench rc $?"
     cat "$R"/bench_fcgp*.log
+    GPU_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" STAGES=test \
+        TEST_TIMEOUT_S=220 timeout 225 bash tests/gpu_check.sh | tail -n 4
     SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 45 bash tests/gpu_check.sh | tail -n 3
-    LOOPS=0 CASE_S=25 timeout 110 bash benchmarks/fcgp_hang_check.sh | tail -n 9
-    RACECHECK=0 LOOP_S=15 timeout 40 bash benchmarks/fcgp_hang_check.sh
+    STAGES=sass timeout 30 bash tests/gpu_check.sh | tail -n 6
+    LOOPS=0 CASE_S=25 timeout 60 bash benchmarks/fcgp_hang_check.sh | tail -n 9
     ;;
 *)
     echo "usage: $0 H|I"; exit 2 ;;
