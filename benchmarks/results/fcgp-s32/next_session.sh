@@ -4,6 +4,9 @@
 #   H (cold): go_rows_roll.patch (at D 8 go_rows keeps two rows' loads in flight: the next row's
 #      loads go out before a row is kept) against main, two runs a tree under the defaults; then
 #      the three FCGP test files in the patched tree (if it is merged as is, they are main's)
+#   J (cold, from branch s32-fwd-persist): the persistent forward's A/B by its switch on one
+#      build, its tests, the SASS check
+#   K (cold; session 33's first call): bf16_sign.patch against main, then the FCGP tests in its tree
 #   I (cold): main's checks in what device time was left (about 14 min): the build, the issue-4
 #      bench, the three FCGP test files, memcheck --hopper, the SASS check, racecheck a case at a
 #      time while the call's time lasts
@@ -37,6 +40,35 @@ I)
     STAGES=sass timeout 30 bash tests/gpu_check.sh | tail -n 6
     LOOPS=0 CASE_S=25 timeout 60 bash benchmarks/fcgp_hang_check.sh | tail -n 9
     ;;
+J)
+    # the persistent forward (ran from branch s32-fwd-persist, its tree; fwd_persist.patch): its A/B by the switch on one
+    # build (FLASHCLIFFORD_FCGP_FWD_PERSIST=0: one CTA a tile, the loop run once), then
+    # test_gpu_fcgp_sm90.py, then the SASS check in what is left of the call
+    SETTINGS="base;FLASHCLIFFORD_FCGP_FWD_PERSIST=0" TREE_TESTS="tests/test_gpu_fcgp_sm90.py" \
+        timeout 430 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
+    echo "ab_trees rc $?"
+    grep -E "^=|passed|failed|rror" "$R/ab_trees.log" | tail -n 12
+    for f in "$R"/*/parts_*.txt; do
+        echo "## $f"
+        grep -E "$KERNELS" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
+    done
+    STAGES=sass timeout 140 bash tests/gpu_check.sh | tail -n 8
+    ;;
+K)
+    # session 33's first call: the bf16 pairs' signs on the running sum instead of sign-flipped
+    # copies of x (bf16_sign.patch, branch s32-bf16-sign; ptxas: the Cl(3,0) bf16 forward's
+    # 80-96 bytes of spills gone, nothing else changes) against main, then the three FCGP test
+    # files in the patched tree. Session 32 had no device time left to run it.
+    PATCHES="$S/bf16_sign.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_PDL=0" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
+        timeout 570 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
+    echo "ab_trees rc $?"
+    grep -E "^=|passed|failed|rror" "$R/ab_trees.log" | tail -n 12
+    for f in "$R"/*/parts_*.txt; do
+        echo "## $f"
+        grep -E "$KERNELS|gw_tma|gz_tma" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
+    done
+    ;;
 *)
-    echo "usage: $0 H|I"; exit 2 ;;
+    echo "usage: $0 H|I|J|K"; exit 2 ;;
 esac
