@@ -16,18 +16,24 @@ R=${OUT:-gpu_check_out}
 mkdir -p "$R"
 export OUT="$R"
 S=benchmarks/results/fcgp-s32
-KERNELS="^Cl.*(torch.bmm|forward|backward)|fwd_tma|gelu_transpose|go_rows|go_transpose|norm_stats"
-case "${1:-}" in
-H)
-    PATCHES="$S/go_rows_roll.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_PDL=0" \
-        TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
-        timeout 560 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
+KERNELS="^Cl.*(torch.bmm|forward|backward)|fwd_tma|gelu_transpose|go_rows|go_transpose|norm_stats|gw_tma|gz_tma"
+# fcgp_ab_trees.sh under a limit of $1 seconds (PATCHES, SETTINGS, TREE_TESTS from the caller's
+# environment), its log to $R/ab_trees.log, its headings and test counts, then each parts file's
+# kernel lines (only 8 files come back from a call)
+ab() {
+    timeout "$1" bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
     echo "ab_trees rc $?"
     grep -E "^=|passed|failed|rror" "$R/ab_trees.log" | tail -n 12
     for f in "$R"/*/parts_*.txt; do
         echo "## $f"
         grep -E "$KERNELS" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
     done
+}
+case "${1:-}" in
+H)
+    PATCHES="$S/go_rows_roll.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_PDL=0" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
+        ab 560
     ;;
 I)
     STAGES=build timeout 240 bash tests/gpu_check.sh | tail -n 2
@@ -41,33 +47,21 @@ I)
     LOOPS=0 CASE_S=25 timeout 60 bash benchmarks/fcgp_hang_check.sh | tail -n 9
     ;;
 J)
-    # the persistent forward (ran from branch s32-fwd-persist, its tree; fwd_persist.patch): its A/B by the switch on one
-    # build (FLASHCLIFFORD_FCGP_FWD_PERSIST=0: one CTA a tile, the loop run once), then
-    # test_gpu_fcgp_sm90.py, then the SASS check in what is left of the call
+    # the persistent forward (run from branch s32-fwd-persist's tree, now fwd_persist.patch):
+    # its A/B by the switch on one build (FLASHCLIFFORD_FCGP_FWD_PERSIST=0: one CTA a tile, the
+    # loop run once), then test_gpu_fcgp_sm90.py, then the SASS check in what is left
     SETTINGS="base;FLASHCLIFFORD_FCGP_FWD_PERSIST=0" TREE_TESTS="tests/test_gpu_fcgp_sm90.py" \
-        timeout 430 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
-    echo "ab_trees rc $?"
-    grep -E "^=|passed|failed|rror" "$R/ab_trees.log" | tail -n 12
-    for f in "$R"/*/parts_*.txt; do
-        echo "## $f"
-        grep -E "$KERNELS" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
-    done
+        ab 430
     STAGES=sass timeout 140 bash tests/gpu_check.sh | tail -n 8
     ;;
 K)
     # session 33's first call: the bf16 pairs' signs on the running sum instead of sign-flipped
-    # copies of x (bf16_sign.patch, branch s32-bf16-sign; ptxas: the Cl(3,0) bf16 forward's
+    # copies of x (bf16_sign.patch; ptxas: the Cl(3,0) bf16 forward's
     # 80-96 bytes of spills gone, nothing else changes) against main, then the three FCGP test
     # files in the patched tree. Session 32 had no device time left to run it.
     PATCHES="$S/bf16_sign.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_PDL=0" \
         TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
-        timeout 570 bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
-    echo "ab_trees rc $?"
-    grep -E "^=|passed|failed|rror" "$R/ab_trees.log" | tail -n 12
-    for f in "$R"/*/parts_*.txt; do
-        echo "## $f"
-        grep -E "$KERNELS|gw_tma|gz_tma" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
-    done
+        ab 570
     ;;
 *)
     echo "usage: $0 H|I|J|K"; exit 2 ;;
