@@ -6,7 +6,8 @@
 #      the three FCGP test files in the patched tree (if it is merged as is, they are main's)
 #   J (cold, from branch s32-fwd-persist): the persistent forward's A/B by its switch on one
 #      build, its tests, the SASS check
-#   K (cold; session 33's first call): bf16_sign.patch against main, then the FCGP tests in its tree
+#   K (cold; session 33's first call): bf16_sign.patch and bf16_sign_tma_store.patch against
+#      main, then test_gpu_fcgp_sm90.py in the tree with both
 #   I (cold): main's checks in what device time was left (about 14 min): the build, the issue-4
 #      bench, the three FCGP test files, memcheck --hopper, the SASS check, racecheck a case at a
 #      time while the call's time lasts
@@ -55,13 +56,15 @@ J)
     STAGES=sass timeout 140 bash tests/gpu_check.sh | tail -n 8
     ;;
 K)
-    # session 33's first call: the bf16 pairs' signs on the running sum instead of sign-flipped
-    # copies of x (bf16_sign.patch; ptxas: the Cl(3,0) bf16 forward's
-    # 80-96 bytes of spills gone, nothing else changes) against main, then the three FCGP test
-    # files in the patched tree. Session 32 had no device time left to run it.
-    PATCHES="$S/bf16_sign.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_PDL=0" \
-        TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
-        ab 570
+    # session 33's first call: against main, (1) the bf16 pairs' signs on the running sum
+    # instead of sign-flipped copies of x (bf16_sign.patch; ptxas: the Cl(3,0) bf16 forward's
+    # 80-96 bytes of spills gone, nothing else changes) and (2) that with the bf16 output stored
+    # by the copy engine from the idle ring (bf16_sign_tma_store.patch; tma_store.patch is (2)
+    # alone); then test_gpu_fcgp_sm90.py in the tree with both. Session 32 had no device time
+    # left to run it; three builds take about 5.5 minutes.
+    PATCHES="$S/bf16_sign.patch $S/bf16_sign_tma_store.patch" SETTINGS="base" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py" \
+        ab 580
     ;;
 *)
     echo "usage: $0 H|I|J|K"; exit 2 ;;
