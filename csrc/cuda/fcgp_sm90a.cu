@@ -853,7 +853,8 @@ __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
      * dots. At D 4 every load of both tiles goes out before the first is used (32 values a
      * thread, still three CTAs an SM): go_rows 71 -> 60 us at Cl(2,0) fp32, where the loop over
      * the tiles waited for the first tile's loads; at D 8 the 64 values took two CTAs an SM and
-     * it lost (110 -> 117 us at Cl(3,0) fp32; H100, NOTES_FCGP.md session 31) */
+     * it lost (110 -> 117 us at Cl(3,0) fp32; H100, NOTES_FCGP.md session 31), and two rows in
+     * flight (32 values) measured the same as one (106.7 -> 107.4 us, session 32) */
     float dot[2][G] = {};
     constexpr bool GATHER = D <= 4;
     constexpr int SLOTS = GATHER ? 2 * kGoRowsTiles : 1;
