@@ -737,8 +737,7 @@ __device__ __forceinline__ void got_store(const float (*tile)[ROWS][33], Elem<MO
             if constexpr (MODE == kTF32)
                 w[u] = to_tf32(ta[at[u]]);
             else
-                w[u] = (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(ta[at[2 * u]])) |
-                       (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(ta[at[2 * u + 1]])) << 16;
+                w[u] = pack_bf16x2(__float2bfloat16_rn(ta[at[2 * u]]), __float2bfloat16_rn(ta[at[2 * u + 1]]));
         }
         stg_b128(out + a * gcs, w);
     }
