@@ -606,8 +606,12 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     int *flags = (int *)((char *)g + g_bytes(a, sizeof(E))); /* kNorm: counts, then states */
     static_assert((int)FwdOut::kO == kEpiO && (int)FwdOut::kOut == kEpiOut && (int)FwdOut::kNorm == kEpiNorm,
                   "the host's kinds are the kernel's epilogue modes");
-    const FwdEpi<Tout> ep{f.o,  f.partial,          (Tout *)f.out,  f.norms,
-                          flags, flags + norm_rows(a), norm_wait_ns(), (int)f.kind};
+    /* bf16 out by the copy engine (store_out_tma) where a map of it can be made: rows of whole
+     * 16-byte pieces, a 16-byte aligned start */
+    const bool tma_out = std::is_same<Tout, __nv_bfloat16>::value && f.kind != FwdOut::kO && No % 8 == 0 &&
+                         (uintptr_t)f.out % 16 == 0;
+    const FwdEpi<Tout> ep{f.o,  f.partial,          (Tout *)f.out,  f.norms,      flags,
+                          flags + norm_rows(a), norm_wait_ns(), (int)f.kind, tma_out ? 1 : 0};
     const bool bulk = fwd_w_bulk(), norm = f.kind == FwdOut::kNorm;
     const int64_t n = B * Ni, gblocks = std::min<int64_t>(cdiv(n, 256 * (16 / (int64_t)sizeof(E))), 2048);
     if (bulk) { /* W^T in stage order, g and the zeroed flags in one launch */
@@ -629,7 +633,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     }
 
     constexpr CUtensorMapDataType ty = map_type(MODE);
-    CUtensorMap xm, ym, wm, gm;
+    CUtensorMap xm, ym, wm, gm, om;
     fc_status s;
     /* x, y: a step's K x 64 rows x every component; W^T (unless in stage order, by bulk copies):
      * a step's K x the tile's columns x half the paths, in the 32-byte swizzle the kernel's wgmma
@@ -646,6 +650,13 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     if (!a->gate)
         gm = xm;
     else if ((s = make_map(&gm, g, ty, sizeof(E), Ni, B, 1, C::KS, C::BM, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK)
+        return s;
+    /* out (bf16, store_out_tma): boxes of 64 columns x 64 rows x a warpgroup's JW components, in
+     * the 128-byte swizzle its staging is written in (otherwise x's map stands in, unread) */
+    if (!tma_out)
+        om = xm;
+    else if ((s = make_map(&om, f.out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, No, B, C::D, 64, C::BM, C::JW,
+                           CU_TENSOR_MAP_SWIZZLE_128B)) != FC_OK)
         return s;
 
     /* the cluster: CN column tiles sharing x, y (multicast), CM row tiles sharing W^T; the grid
@@ -664,8 +675,8 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = grid, cfg.blockDim = dim3(kSplitThreads), cfg.dynamicSmemBytes = (size_t)smem;
         cfg.stream = st, cfg.attrs = attr, cfg.numAttrs = bulk && fwd_pdl() ? 2 : 1;
-        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, bulk ? (const E *)wt : (const E *)nullptr, gm, ep,
-                                         (int)B, (int)Ni, (int)No));
+        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, bulk ? (const E *)wt : (const E *)nullptr, gm, om,
+                                         ep, (int)B, (int)Ni, (int)No));
         return FC_OK;
     };
     auto pick = [&](auto gate) -> fc_status {

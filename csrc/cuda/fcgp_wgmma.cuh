@@ -134,8 +134,9 @@ template <int D> struct Frags {
  * cuBLAS's tf32 products of fp32 data); RN rounds it first (cvt.rna, up to session 21), which is
  * three instructions a value: the copy-free loops ran 24-34% faster without it (Cl(3,0) gW 212
  * -> 284 TF/s, forward 299 -> 370; NOTES_FCGP.md session 22), for a relative error still well
- * inside SPEC's tf32 bound. */
-template <int ID, int MODE, int Q, bool RN = false>
+ * inside SPEC's tf32 bound. SUM_SIGN (bf16): the terms' signs on the running sum, not on x
+ * (below). */
+template <int ID, int MODE, int Q, bool RN = false, bool SUM_SIGN = true>
 __device__ __forceinline__ void form_pair(uint32_t (&a)[4], const Frags<AlgebraTraits<ID>::D> &f)
 {
     constexpr int t0 = Plans<ID>::pair.tbegin[Q], t1 = Plans<ID>::pair.tbegin[Q + 1];
@@ -157,16 +158,31 @@ __device__ __forceinline__ void form_pair(uint32_t (&a)[4], const Frags<AlgebraT
     } else {
         /* .x holds columns (2t, 2t + 1), .y (2t + 8, 2t + 9): a0 = row g .x, a1 = row g + 8 .x,
          * a2 = row g .y, a3 = row g + 8 .y */
+        /* The terms' signs without a sign-flipped copy of x (such copies cost the Cl(3,0) bf16
+         * forward 84 bytes of spills at 240 registers; ptxas, session 32): z = c a, c the sign
+         * of the last term taken. A term whose sign s differs from c negates a first, since then z +
+         * s x y = c a - c x y = s (x y - a); a negative c negates a at the end. Negation is exact and
+         * round-to-nearest symmetric, so the bits are those of the signed chain, up to the sign
+         * of an exactly cancelled zero. gW keeps the copies (!SUM_SIGN): there the negations of
+         * the sum cost it 5% at Cl(3,0) bf16 (278 -> 293 us, session 33) and it does not spill. */
+        constexpr auto sign_at = [](int u) { return (Plans<ID>::pair.code[t0 + u] >> 8) ? -1 : 1; };
         static_for<t1 - t0>([&](auto u) {
-            constexpr int code = Plans<ID>::pair.code[t0 + decltype(u)::value];
+            constexpr int uu = decltype(u)::value;
+            constexpr int code = Plans<ID>::pair.code[t0 + uu];
             constexpr int i = code & 15, k = (code >> 4) & 15;
-            constexpr uint32_t neg = (code >> 8) ? 0x80008000u : 0u;
+            constexpr bool flip = SUM_SIGN && uu > 0 && sign_at(uu) != sign_at(uu - 1);
+            constexpr uint32_t neg = !SUM_SIGN && sign_at(uu) < 0 ? 0x80008000u : 0u;
             const uint32_t xs[4] = {f.x[i][0].x ^ neg, f.x[i][1].x ^ neg, f.x[i][0].y ^ neg, f.x[i][1].y ^ neg};
             const uint32_t ys[4] = {f.y[k][0].x, f.y[k][1].x, f.y[k][0].y, f.y[k][1].y};
 #pragma unroll
             for (int r = 0; r < 4; ++r)
-                a[r] = decltype(u)::value == 0 ? hfma2<kBF16>(xs[r], ys[r], 0x80008000u) : hfma2<kBF16>(xs[r], ys[r], a[r]);
+                a[r] = uu == 0 ? hfma2<kBF16>(xs[r], ys[r], 0x80008000u)
+                               : hfma2<kBF16>(xs[r], ys[r], flip ? a[r] ^ 0x80008000u : a[r]);
         });
+        if constexpr (SUM_SIGN && sign_at(t1 - t0 - 1) < 0)
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+                a[r] ^= 0x80008000u;
     }
 }
 
@@ -448,11 +464,54 @@ template <class Tout> struct FwdEpi {
     int *arrive, *state;
     long long wait_ns;
     int mode;
+    int tma_out; /* bf16 out (kEpiOut, kEpiNorm) by the copy engine through the kernel's omap (store_out_tma) */
 };
 
 /* A barrier over the forward's two consumer warpgroups (threads 0-255), named barrier 1: the
  * producer warpgroup, where there is one, never joins it (and has left by the epilogue). */
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+/* The accumulators of components j0 .. j0 + JW - 1 (this warpgroup's; wtid its thread, wgi its
+ * index) into bf16 out through the copy engine: the warpgroup stages its 64 rows x NT columns at
+ * st (free shared memory, 1024-byte aligned) as boxes of 64 columns x 64 rows x JW components,
+ * rows of 128 bytes in the copy engine's 128-byte swizzle (16-byte piece k of row r at k ^ r % 8,
+ * so that a warp's 4-byte writes of 8 rows x 4 columns hit 32 banks), then one thread stores
+ * each box through omap (bf16 (D, B, N_out), boxes (64, 64, JW), SWIZZLE_128B) at column n0 +
+ * 64 i, row m0, component j0; the copy engine clips rows past B and columns past N_out. Against
+ * store_out: 4 x fewer, whole-line writes to L2 where a warp's 4-byte stores covered 8 rows x 16
+ * bytes; the same bits (round to nearest either way). */
+template <int JW, int NT>
+__device__ __forceinline__ void store_out_tma(float (&acc)[JW][NT / 2], unsigned char *st, const CUtensorMap *omap,
+                                              int No, int n0, int m0, int j0, int wgi, int wtid)
+{
+    constexpr int BOX = JW * 64 * 128;
+    static_assert(NT % 64 == 0, "whole boxes of 64 columns");
+    const int warp = wtid / 32, g = (wtid % 32) / 4, t = wtid % 4;
+#pragma unroll
+    for (int j = 0; j < JW; ++j)
+        wg::fence_operands(acc[j]);
+    const uint32_t base = smem_u32(st);
+#pragma unroll
+    for (int jj = 0; jj < JW; ++jj)
+#pragma unroll
+        for (int cc = 0; cc < NT / 8; ++cc)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = 16 * warp + g + 8 * h; /* r % 8 == g */
+                const __nv_bfloat162 v = __floats2bfloat162_rn(acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
+                const uint32_t a = base + (cc / 8) * BOX + jj * 64 * 128 + r * 128 + ((cc % 8) ^ g) * 16 + 4 * t;
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(*(const uint32_t *)&v) : "memory");
+            }
+    tma::fence_proxy_async_shared();
+    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wgi) : "memory"); /* the warpgroup's box written */
+    if (wtid == 0) {
+#pragma unroll
+        for (int i = 0; i < NT / 64; ++i)
+            if (n0 + 64 * i < No)
+                tma::store_3d(omap, st + i * BOX, n0 + 64 * i, m0, j0);
+        tma::bulk_commit_wait_read(); /* the CTA's shared memory stays until the copy engine has read it */
+    }
+}
 
 /* ld.acquire / st.release of a flag at GPU scope: the forward norm's counts and states, and gW's
  * segment hand-off (fcgp_gw_sched.h). */
@@ -642,7 +701,7 @@ template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool 
 __global__ void __launch_bounds__(kSplitThreads, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, const Elem<MODE> *__restrict__ wst,
-                   const __grid_constant__ CUtensorMap gmap,
+                   const __grid_constant__ CUtensorMap gmap, const __grid_constant__ CUtensorMap omap,
                    const FwdEpi<Tout> ep, int B, int Ni, int No)
 {
     using C = Cfg<ID, MODE, 0>;
@@ -766,7 +825,18 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     if constexpr (CS > 1)
         tma::cluster_sync(); /* no CTA leaves while a peer may still signal its mbarriers */
     const int row = m0 + 16 * warp + g, j0 = wgi * C::JW;
+    /* store_out_tma's staging: warpgroup 0 at stage 0, 1 at stage 2, clear of stage 1's flag,
+     * inv and rg; the ring is idle once both warpgroups are past their K loops */
+    unsigned char *const ost = smem + 2 * wgi * STG;
+    static_assert(STG % 1024 == 0 && C::JW * C::NT * 128 <= STG && S >= 3, "bf16 staging beside stage 1");
+    constexpr bool BF16_OUT = std::is_same<Tout, __nv_bfloat16>::value;
     if (ep.mode == kEpiOut) {
+        if constexpr (BF16_OUT)
+            if (ep.tma_out) {
+                consumers_sync(); /* the other warpgroup's last wgmmas have read the ring */
+                store_out_tma<C::JW, C::NT>(acc, ost, &omap, No, n0, m0, j0, wgi, tid % 128);
+                return;
+            }
         store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
         return;
     }
@@ -826,7 +896,14 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
                 acc[J][4 * cc + 2 * h + 1] *= sc;
             }
     });
-    store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
+    if constexpr (BF16_OUT) {
+        if (ep.tma_out) /* the ring's stages 0 and 2 are idle since the barriers above */
+            store_out_tma<C::JW, C::NT>(acc, ost, &omap, No, n0, m0, j0, wgi, tid % 128);
+        else
+            store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
+    } else {
+        store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
+    }
     if (f != kTileLast)
         return;
     /* the last tile: every other tile has arrived, so each says within its bounded wait whether

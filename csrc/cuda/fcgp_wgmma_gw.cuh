@@ -112,7 +112,7 @@ __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][Gw
         const uint32_t go_smem = smem_u32(sub + C::XB + C::YB);
         static_for<C::PH>([&](auto pl) {
             constexpr int L = decltype(pl)::value, I = K * C::PH + L, p = P0 + L, nq = path_pairs<ID>(p), b = I % 2;
-            static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value), RN>(a[b][decltype(u)::value], f); });
+            static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value), RN, false>(a[b][decltype(u)::value], f); });
             wg::fence();
             static_for<nq>([&](auto u) {
                 constexpr int j = Plans<ID>::pair.pj[path_pair<ID>(p, decltype(u)::value)];

@@ -188,6 +188,40 @@ __device__ __forceinline__ void load_4d(void *dst, const CUtensorMap *map, int c
 #endif
 }
 
+/* A 3-D box from shared memory (src: the box's smem image, laid out as the map's swizzle says)
+ * to global memory through map at (c0, c1, c2), in this thread's bulk group; parts of the box
+ * past the tensor's ends are not written. The writes into src must be visible to the async proxy
+ * first (fence_proxy_async_shared by every writer, then a barrier). */
+__device__ __forceinline__ void store_3d(const CUtensorMap *map, const void *src, int c0, int c1, int c2)
+{
+#if FC_HAVE_TMA
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(map),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(src))
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+/* this thread's bulk copies issued so far as one group; then waiting until every group of this
+ * thread has read its shared memory (which may then be reused or freed) */
+__device__ __forceinline__ void bulk_commit_wait_read()
+{
+#if FC_HAVE_TMA
+    asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#else
+    __trap();
+#endif
+}
+/* this thread's shared-memory writes made visible to the copy engine (the async proxy) */
+__device__ __forceinline__ void fence_proxy_async_shared()
+{
+#if FC_HAVE_TMA
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#else
+    __trap();
+#endif
+}
+
 /* Copy `bytes` (a multiple of 16) of contiguous global memory at src (16-byte aligned) into
  * shared memory at dst (16-byte aligned), completing them on `bar`; with a mask, into the same
  * offset of every CTA of the mask, as load_3d_multicast. One request stream of whole lines:
