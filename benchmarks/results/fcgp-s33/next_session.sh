@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Session 33's device calls (`kind: nvidia-h100-x1`; logs to $OUT, the key lines to stdout since
+# only 8 files come back):
+#   L (cold): main (11df60e: session 32's bf16 patches merged) against tma_out_fp32.patch (the
+#      fp32 output by TMA tensor stores too, where a stage holds a warpgroup's tile: Cl(3,0)
+#      tf32), each under the defaults, the 1 x 2 cluster (W^T multicast to two row tiles) and
+#      FWD_TMA_OUT=0 (store_out; main ignores it: a second run of main); then the three FCGP
+#      test files in the patched tree
+#   M (cold or warm): main's checks: build, the issue-4 bench, memcheck --hopper, the SASS check
+#   R (warm, after M): racecheck a case at a time while the call's time lasts
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+R=${OUT:-gpu_check_out}
+mkdir -p "$R"
+export OUT="$R"
+S=benchmarks/results/fcgp-s33
+KERNELS="^Cl.*(torch.bmm|forward|backward)|fwd_tma|fwd_prep|sum of|gelu_transpose|go_rows|go_transpose|norm_stats|gw_tma|gz_tma"
+ab() {
+    timeout "$1" bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
+    echo "ab_trees rc $?"
+    grep -E "^=|^#####|passed|failed|rror" "$R/ab_trees.log" | tail -n 14
+    for f in "$R"/*/parts_*.txt; do
+        echo "## $f"
+        grep -E "$KERNELS" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
+    done
+}
+case "${1:-}" in
+L)
+    PATCHES="$S/tma_out_fp32.patch" \
+        SETTINGS="base;FLASHCLIFFORD_FCGP_FWD_CLUSTER=3;FLASHCLIFFORD_FCGP_FWD_TMA_OUT=0" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
+        ab 585
+    ;;
+M)
+    STAGES=build timeout 280 bash tests/gpu_check.sh | tail -n 2
+    STAGES=bench_fcgp timeout 100 bash tests/gpu_check.sh >/dev/null 2>&1
+    echo "bench rc $?"
+    cat "$R"/bench_fcgp*.log
+    SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 60 bash tests/gpu_check.sh | tail -n 3
+    STAGES=sass timeout 150 bash tests/gpu_check.sh | tail -n 8
+    ;;
+R)
+    LOOPS=0 CASE_S=65 timeout 560 bash benchmarks/fcgp_hang_check.sh | tail -n 12
+    ;;
+*)
+    echo "usage: $0 L|M|R"; exit 2 ;;
+esac
