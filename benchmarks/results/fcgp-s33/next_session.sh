@@ -6,7 +6,8 @@
 #      tf32), each under the defaults, the 1 x 2 cluster (W^T multicast to two row tiles) and
 #      FWD_TMA_OUT=0 (store_out; main ignores it: a second run of main); then the three FCGP
 #      test files in the patched tree
-#   M (cold or warm): main's checks: build, the issue-4 bench, memcheck --hopper, the SASS check
+#   M (cold): main's checks after L's merge (tma_out_fp32 merged: ee4617d): build, the issue-4
+#      bench, memcheck --hopper, the SASS check
 #   R (warm, after M): racecheck a case at a time while the call's time lasts
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -32,12 +33,12 @@ L)
         ab 585
     ;;
 M)
-    STAGES=build timeout 280 bash tests/gpu_check.sh | tail -n 2
+    STAGES=build timeout 320 bash tests/gpu_check.sh | tail -n 2
     STAGES=bench_fcgp timeout 100 bash tests/gpu_check.sh >/dev/null 2>&1
     echo "bench rc $?"
     cat "$R"/bench_fcgp*.log
-    SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 60 bash tests/gpu_check.sh | tail -n 3
-    STAGES=sass timeout 150 bash tests/gpu_check.sh | tail -n 8
+    SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 50 bash tests/gpu_check.sh | tail -n 3
+    STAGES=sass timeout 120 bash tests/gpu_check.sh | tail -n 8
     ;;
 R)
     LOOPS=0 CASE_S=65 timeout 560 bash benchmarks/fcgp_hang_check.sh | tail -n 12
