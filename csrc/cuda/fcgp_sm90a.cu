@@ -138,11 +138,7 @@ bool planned(const fc_args *a, int mode, int operand_bytes)
 namespace {
 std::atomic<int> g_fwd_wbulk{-1}; /* FLASHCLIFFORD_FCGP_FWD_WBULK: 0 boxes, 1 stage order */
 std::atomic<int> g_fwd_cl{-1};    /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 2 (2 x 1), 3 (1 x 2); 0: the rule */
-std::atomic<int> g_fwd_tma_out{-1}; /* FLASHCLIFFORD_FCGP_FWD_TMA_OUT: "0" keeps store_out */
 }
-/* The forward's output by TMA tensor stores from the idle ring (store_out_tma; on by default) or
- * by store_out; FLASHCLIFFORD_FCGP_FWD_TMA_OUT=0 or 1 at start-up fixes it (for A/Bs). */
-bool fwd_tma_out_on() { return switch_state(g_fwd_tma_out, "FLASHCLIFFORD_FCGP_FWD_TMA_OUT", 1); }
 /* How the forward brings W^T: in stage order by 1-D bulk copies (on, the default), or as boxes of
  * 32-byte rows from W^T (P, N_out, Nip). Same run, B 4096, N 512 (NOTES_FCGP.md session 19),
  * kernel at the best cluster shape of each: 561 -> 505 us Cl(3,0) tf32, 204 -> 181 Cl(2,0)
@@ -610,10 +606,9 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     int *flags = (int *)((char *)g + g_bytes(a, sizeof(E))); /* kNorm: counts, then states */
     static_assert((int)FwdOut::kO == kEpiO && (int)FwdOut::kOut == kEpiOut && (int)FwdOut::kNorm == kEpiNorm,
                   "the host's kinds are the kernel's epilogue modes");
-    /* out by the copy engine (store_out_tma) where the kernel's stage holds a warpgroup's tile
-     * and a map of out can be made: rows of whole 16-byte pieces, a 16-byte aligned start */
-    constexpr bool fits = tma_out_bytes<Tout, C::JW, C::NT>() <= tma_stage_bytes<ID, MODE, false>();
-    const bool tma_out = fits && fwd_tma_out_on() && f.kind != FwdOut::kO && No * sizeof(Tout) % 16 == 0 &&
+    /* bf16 out by the copy engine (store_out_tma) where a map of it can be made: rows of whole
+     * 16-byte pieces, a 16-byte aligned start */
+    const bool tma_out = std::is_same<Tout, __nv_bfloat16>::value && f.kind != FwdOut::kO && No % 8 == 0 &&
                          (uintptr_t)f.out % 16 == 0;
     const FwdEpi<Tout> ep{f.o,  f.partial,          (Tout *)f.out,  f.norms,      flags,
                           flags + norm_rows(a), norm_wait_ns(), (int)f.kind, tma_out ? 1 : 0};
@@ -656,14 +651,12 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         gm = xm;
     else if ((s = make_map(&gm, g, ty, sizeof(E), Ni, B, 1, C::KS, C::BM, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK)
         return s;
-    /* out (store_out_tma): boxes of 128 bytes of columns x 64 rows x a warpgroup's JW components,
-     * in the 128-byte swizzle its staging is written in (otherwise x's map stands in, unread) */
+    /* out (bf16, store_out_tma): boxes of 64 columns x 64 rows x a warpgroup's JW components, in
+     * the 128-byte swizzle its staging is written in (otherwise x's map stands in, unread) */
     if (!tma_out)
         om = xm;
-    else if ((s = make_map(&om, f.out,
-                           sizeof(Tout) == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                           sizeof(Tout), No, B, C::D, 128 / sizeof(Tout), C::BM, C::JW, CU_TENSOR_MAP_SWIZZLE_128B)) !=
-             FC_OK)
+    else if ((s = make_map(&om, f.out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, No, B, C::D, 64, C::BM, C::JW,
+                           CU_TENSOR_MAP_SWIZZLE_128B)) != FC_OK)
         return s;
 
     /* the cluster: CN column tiles sharing x, y (multicast), CM row tiles sharing W^T; the grid

@@ -34,13 +34,6 @@ namespace sm90 {
 
 template <int MODE> using Elem = std::conditional_t<MODE == kTF32, float, __nv_bfloat16>;
 
-/* Two bf16 values as one 32-bit word, lo in the low half (the order of a bf16x2 register and of
- * memory). */
-__device__ __forceinline__ uint32_t pack_bf16x2(__nv_bfloat16 lo, __nv_bfloat16 hi)
-{
-    return (uint32_t)__bfloat16_as_ushort(lo) | (uint32_t)__bfloat16_as_ushort(hi) << 16;
-}
-
 /* Shared-memory loads by 32-bit shared-window address. Through a stage pointer the compiler
  * issued generic loads (LD.E, the longer path through the L1) for the fragment loads of every
  * kernel here (ncu, NOTES_FCGP.md session 14). Volatile: kept after the barrier wait. */
@@ -471,7 +464,7 @@ template <class Tout> struct FwdEpi {
     int *arrive, *state;
     long long wait_ns;
     int mode;
-    int tma_out; /* out (kEpiOut, kEpiNorm) by the copy engine through the kernel's omap (store_out_tma) */
+    int tma_out; /* bf16 out (kEpiOut, kEpiNorm) by the copy engine through the kernel's omap (store_out_tma) */
 };
 
 /* A barrier over the forward's two consumer warpgroups (threads 0-255), named barrier 1: the
@@ -479,21 +472,20 @@ template <class Tout> struct FwdEpi {
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
 /* The accumulators of components j0 .. j0 + JW - 1 (this warpgroup's; wtid its thread, wgi its
- * index) into out (bf16 or fp32) through the copy engine: the warpgroup stages its 64 rows x NT
- * columns at st (free shared memory, 1024-byte aligned) as boxes of 128 bytes of columns (64
- * bf16, 32 fp32) x 64 rows x JW components, in the copy engine's 128-byte swizzle (16-byte piece
- * k of row r at k ^ r % 8, so that a warp's writes of 8 rows x 4 column pairs hit 32 banks), then
- * one thread stores each box through omap (out (D, B, N_out), that box, SWIZZLE_128B) at its
- * column, row m0, component j0; the copy engine clips rows past B and columns past N_out.
- * Against store_out: whole-line writes to L2 where a warp's stores covered 8 rows x 16 bytes
- * (bf16) or 32 (fp32); the same bits (round to nearest either way). */
-template <class Tout, int JW, int NT> __host__ __device__ constexpr int tma_out_bytes() { return JW * NT * 64 * (int)sizeof(Tout); }
-template <class Tout, int JW, int NT>
+ * index) into bf16 out through the copy engine: the warpgroup stages its 64 rows x NT columns at
+ * st (free shared memory, 1024-byte aligned) as boxes of 64 columns x 64 rows x JW components,
+ * rows of 128 bytes in the copy engine's 128-byte swizzle (16-byte piece k of row r at k ^ r % 8,
+ * so that a warp's 4-byte writes of 8 rows x 4 columns hit 32 banks), then one thread stores
+ * each box through omap (bf16 (D, B, N_out), boxes (64, 64, JW), SWIZZLE_128B) at column n0 +
+ * 64 i, row m0, component j0; the copy engine clips rows past B and columns past N_out. Against
+ * store_out: 4 x fewer, whole-line writes to L2 where a warp's 4-byte stores covered 8 rows x 16
+ * bytes; the same bits (round to nearest either way). */
+template <int JW, int NT>
 __device__ __forceinline__ void store_out_tma(float (&acc)[JW][NT / 2], unsigned char *st, const CUtensorMap *omap,
                                               int No, int n0, int m0, int j0, int wgi, int wtid)
 {
-    constexpr int E = sizeof(Tout), CB = 128 / E, BOX = JW * 64 * 128;
-    static_assert(NT % CB == 0, "whole boxes of 128 bytes of columns");
+    constexpr int BOX = JW * 64 * 128;
+    static_assert(NT % 64 == 0, "whole boxes of 64 columns");
     const int warp = wtid / 32, g = (wtid % 32) / 4, t = wtid % 4;
 #pragma unroll
     for (int j = 0; j < JW; ++j)
@@ -505,24 +497,18 @@ __device__ __forceinline__ void store_out_tma(float (&acc)[JW][NT / 2], unsigned
         for (int cc = 0; cc < NT / 8; ++cc)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const int r = 16 * warp + g + 8 * h;      /* r % 8 == g */
-                const int cb = (8 * cc + 2 * t) * E;      /* the pair's byte in the tile's row */
-                const int in = cb % 128, piece = in / 16; /* ... in its box's row */
-                const uint32_t a = base + (cb / 128) * BOX + jj * 64 * 128 + r * 128 + (piece ^ g) * 16 + in % 16;
-                const float v0 = acc[jj][4 * cc + 2 * h], v1 = acc[jj][4 * cc + 2 * h + 1];
-                if constexpr (E == 2)
-                    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(pack_bf16x2(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1)))
-                                 : "memory");
-                else
-                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(v0), "f"(v1) : "memory");
+                const int r = 16 * warp + g + 8 * h; /* r % 8 == g */
+                const __nv_bfloat162 v = __floats2bfloat162_rn(acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
+                const uint32_t a = base + (cc / 8) * BOX + jj * 64 * 128 + r * 128 + ((cc % 8) ^ g) * 16 + 4 * t;
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(*(const uint32_t *)&v) : "memory");
             }
     tma::fence_proxy_async_shared();
-    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wgi) : "memory"); /* the warpgroup's boxes written */
+    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wgi) : "memory"); /* the warpgroup's box written */
     if (wtid == 0) {
 #pragma unroll
-        for (int i = 0; i < NT / CB; ++i)
-            if (n0 + CB * i < No)
-                tma::store_3d(omap, st + i * BOX, n0 + CB * i, m0, j0);
+        for (int i = 0; i < NT / 64; ++i)
+            if (n0 + 64 * i < No)
+                tma::store_3d(omap, st + i * BOX, n0 + 64 * i, m0, j0);
         tma::bulk_commit_wait_read(); /* the CTA's shared memory stays until the copy engine has read it */
     }
 }
@@ -840,17 +826,15 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         tma::cluster_sync(); /* no CTA leaves while a peer may still signal its mbarriers */
     const int row = m0 + 16 * warp + g, j0 = wgi * C::JW;
     /* store_out_tma's staging: warpgroup 0 at stage 0, 1 at stage 2, clear of stage 1's flag,
-     * inv and rg; the ring is idle once both warpgroups are past their K loops. Where a stage
-     * cannot hold it (fp32 at Cl(2,0): 64 KB against 58) store_out stays (the host's
-     * fwd_tma_out agrees). */
+     * inv and rg; the ring is idle once both warpgroups are past their K loops */
     unsigned char *const ost = smem + 2 * wgi * STG;
-    constexpr bool TMA_OUT = tma_out_bytes<Tout, C::JW, C::NT>() <= STG;
-    static_assert(STG % 1024 == 0 && S >= 3, "staging at stages 0 and 2, beside stage 1");
+    static_assert(STG % 1024 == 0 && C::JW * C::NT * 128 <= STG && S >= 3, "bf16 staging beside stage 1");
+    constexpr bool BF16_OUT = std::is_same<Tout, __nv_bfloat16>::value;
     if (ep.mode == kEpiOut) {
-        if constexpr (TMA_OUT)
+        if constexpr (BF16_OUT)
             if (ep.tma_out) {
                 consumers_sync(); /* the other warpgroup's last wgmmas have read the ring */
-                store_out_tma<Tout, C::JW, C::NT>(acc, ost, &omap, No, n0, m0, j0, wgi, tid % 128);
+                store_out_tma<C::JW, C::NT>(acc, ost, &omap, No, n0, m0, j0, wgi, tid % 128);
                 return;
             }
         store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
@@ -912,9 +896,9 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
                 acc[J][4 * cc + 2 * h + 1] *= sc;
             }
     });
-    if constexpr (TMA_OUT) {
+    if constexpr (BF16_OUT) {
         if (ep.tma_out) /* the ring's stages 0 and 2 are idle since the barriers above */
-            store_out_tma<Tout, C::JW, C::NT>(acc, ost, &omap, No, n0, m0, j0, wgi, tid % 128);
+            store_out_tma<C::JW, C::NT>(acc, ost, &omap, No, n0, m0, j0, wgi, tid % 128);
         else
             store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
     } else {
