@@ -9,6 +9,12 @@
 #   M (cold): main's checks after L's merge (tma_out_fp32 merged: ee4617d): build, the issue-4
 #      bench, memcheck --hopper, the SASS check
 #   R (warm, after M): racecheck a case at a time while the call's time lasts
+# Session 34 (prepared in session 33, not run):
+#   N (cold): main against fwd_wmn.patch (bf16 forward reading W as stored, MN-major: no W^T in
+#      fwd_prep), each under the defaults and the 1 x 2 cluster, the patched tree also with
+#      FWD_WMN=0 (its own stage-order path); then the three FCGP test files in the patched tree
+#   O (cold): tma_out_fp32.patch again, three runs of each store form in its tree (FWD_TMA_OUT=0
+#      is store_out; FLASHCLIFFORD_AB_RUN only labels a repeat), Cl(3,0) tf32 and bf16 only
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}
@@ -43,6 +49,17 @@ M)
 R)
     LOOPS=0 CASE_S=65 timeout 560 bash benchmarks/fcgp_hang_check.sh | tail -n 12
     ;;
+N)
+    PATCHES="$S/fwd_wmn.patch" \
+        SETTINGS="base;FLASHCLIFFORD_FCGP_FWD_CLUSTER=3;FLASHCLIFFORD_FCGP_FWD_WMN=0" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
+        ab 585
+    ;;
+O)
+    PATCHES="$S/tma_out_fp32.patch" CELLS="3,float32,4096,512 3,bfloat16,4096,512" \
+        SETTINGS="FLASHCLIFFORD_AB_RUN=1;FLASHCLIFFORD_FCGP_FWD_TMA_OUT=0;FLASHCLIFFORD_AB_RUN=2;FLASHCLIFFORD_FCGP_FWD_TMA_OUT=0 FLASHCLIFFORD_AB_RUN=2;FLASHCLIFFORD_AB_RUN=3;FLASHCLIFFORD_FCGP_FWD_TMA_OUT=0 FLASHCLIFFORD_AB_RUN=3" \
+        ab 560
+    ;;
 *)
-    echo "usage: $0 L|M|R"; exit 2 ;;
+    echo "usage: $0 L|M|R|N|O"; exit 2 ;;
 esac
