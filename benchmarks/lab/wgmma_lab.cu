@@ -422,9 +422,10 @@ template <int ID, int MODE, int NTV> struct Run {
     {
         cudaLaunchAttribute attr;
         const cudaLaunchConfig_t cfg = tma_config<CN, CM, GATE, NORM, MC>(&attr);
-        const FwdEpi<float> ep{out, NORM ? partial : nullptr, out, nullptr, nullptr, nullptr, 0, kEpiO};
-        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, float, MC>, xm, ym, wm, wst, gm, ep, pr.B,
-                              pr.Ni, pr.No));
+        /* kEpiO writes o by store_out (tma_out 0): x's map stands in for the output's, unread */
+        const FwdEpi<float> ep{out, NORM ? partial : nullptr, out, nullptr, nullptr, nullptr, 0, kEpiO, 0};
+        CK(cudaLaunchKernelEx(&cfg, fwd_tma_kernel<ID, MODE, CN, CM, GATE, float, MC>, xm, ym, wm, wst, gm, xm, ep,
+                              pr.B, pr.Ni, pr.No));
         if constexpr (NORM)
             norm_finalize<ID><<<pr.B, 256>>>(out, norms, partial, pr.B, pr.No, (pr.No + C::NT - 1) / C::NT);
     }
