@@ -12,7 +12,8 @@
  * applies MVGELU as fragments load (GATE: x scaled by the gate product of gate_product) and
  * ends in one of the epilogues of FwdEpi (o with the grade-norm partials; out in the data type;
  * or the whole grade norm, each tile scaling its own output once its row block's partial sums
- * are in). Developed and measured in
+ * are in; a bf16 out goes through shared memory by TMA tensor stores, store_out_tma). Developed
+ * and measured in
  * benchmarks/lab/wgmma_lab.cu (NOTES_FCGP.md); the library launches it from fcgp_sm90a.cu.
  * Needs an sm_90a target (wgmma.cuh, tma.cuh trap elsewhere).
  */
