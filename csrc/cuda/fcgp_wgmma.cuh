@@ -35,6 +35,13 @@ namespace sm90 {
 
 template <int MODE> using Elem = std::conditional_t<MODE == kTF32, float, __nv_bfloat16>;
 
+/* Two bf16 values as one 32-bit word, lo in the low half (the order of a bf16x2 register and of
+ * memory). */
+__device__ __forceinline__ uint32_t pack_bf16x2(__nv_bfloat16 lo, __nv_bfloat16 hi)
+{
+    return (uint32_t)__bfloat16_as_ushort(lo) | (uint32_t)__bfloat16_as_ushort(hi) << 16;
+}
+
 /* Shared-memory loads by 32-bit shared-window address. Through a stage pointer the compiler
  * issued generic loads (LD.E, the longer path through the L1) for the fragment loads of every
  * kernel here (ncu, NOTES_FCGP.md session 14). Volatile: kept after the barrier wait. */
@@ -309,6 +316,20 @@ template <int JW, int N> __device__ __forceinline__ void zero(float (&acc)[JW][N
             acc[j][i] = 0.f;
 }
 
+/* Every accumulator pair of a warpgroup's tile (wgmma's D fragment layout): f(jj, cc, h, v0, v1)
+ * with v0, v1 = acc[jj][4 cc + 2 h], acc[jj][4 cc + 2 h + 1], component jj of the warpgroup's,
+ * row 16 warp + g + 8 h of the tile, columns 8 cc + 2 t and 8 cc + 2 t + 1. */
+template <int JW, int NT, class F> __device__ __forceinline__ void each_pair(float (&acc)[JW][NT / 2], F &&f)
+{
+#pragma unroll
+    for (int jj = 0; jj < JW; ++jj)
+#pragma unroll
+        for (int cc = 0; cc < NT / 8; ++cc)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                f(jj, cc, h, acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
+}
+
 /* The accumulators of components j0 .. j0 + JW - 1 (D fragment layout) into out (D, B, No) in
  * Tout (fp32, or bf16 rounded to nearest): rows past B and columns past No (a tile's tail) are
  * not written; pairs of columns go as one store when No is even. */
@@ -318,28 +339,22 @@ __device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], Tout *out, i
 #pragma unroll
     for (int j = 0; j < JW; ++j)
         wg::fence_operands(acc[j]);
-#pragma unroll
-    for (int jj = 0; jj < JW; ++jj)
-#pragma unroll
-        for (int cc = 0; cc < NT / 8; ++cc)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = row + 8 * h, c = n0 + 8 * cc + 2 * t;
-                if (r >= B || c >= No)
-                    continue;
-                Tout *o = out + ((size_t)(j0 + jj) * B + r) * No + c;
-                const float v0 = acc[jj][4 * cc + 2 * h], v1 = acc[jj][4 * cc + 2 * h + 1];
-                if (c + 1 < No && No % 2 == 0) {
-                    if constexpr (std::is_same<Tout, float>::value)
-                        *(float2 *)o = make_float2(v0, v1);
-                    else
-                        *(__nv_bfloat162 *)o = __floats2bfloat162_rn(v0, v1);
-                } else {
-                    o[0] = store<Tout>(v0);
-                    if (c + 1 < No)
-                        o[1] = store<Tout>(v1);
-                }
+    each_pair<JW, NT>(acc, [&](int jj, int cc, int h, float v0, float v1) {
+        const int r = row + 8 * h, c = n0 + 8 * cc + 2 * t;
+        if (r < B && c < No) {
+            Tout *o = out + ((size_t)(j0 + jj) * B + r) * No + c;
+            if (c + 1 < No && No % 2 == 0) {
+                if constexpr (std::is_same<Tout, float>::value)
+                    *(float2 *)o = make_float2(v0, v1);
+                else
+                    *(__nv_bfloat162 *)o = __floats2bfloat162_rn(v0, v1);
+            } else {
+                o[0] = store<Tout>(v0);
+                if (c + 1 < No)
+                    o[1] = store<Tout>(v1);
             }
+        }
+    });
 }
 
 /* Grade RMSNorm in the epilogue (SPEC: q_g = mean over features of |sum_{A in g} s_A o_A^2|,
@@ -492,17 +507,12 @@ __device__ __forceinline__ void store_out_tma(float (&acc)[JW][NT / 2], unsigned
     for (int j = 0; j < JW; ++j)
         wg::fence_operands(acc[j]);
     const uint32_t base = smem_u32(st);
-#pragma unroll
-    for (int jj = 0; jj < JW; ++jj)
-#pragma unroll
-        for (int cc = 0; cc < NT / 8; ++cc)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = 16 * warp + g + 8 * h; /* r % 8 == g */
-                const __nv_bfloat162 v = __floats2bfloat162_rn(acc[jj][4 * cc + 2 * h], acc[jj][4 * cc + 2 * h + 1]);
-                const uint32_t a = base + (cc / 8) * BOX + jj * 64 * 128 + r * 128 + ((cc % 8) ^ g) * 16 + 4 * t;
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(*(const uint32_t *)&v) : "memory");
-            }
+    each_pair<JW, NT>(acc, [&](int jj, int cc, int h, float v0, float v1) {
+        const int r = 16 * warp + g + 8 * h; /* r % 8 == g */
+        const __nv_bfloat162 v = __floats2bfloat162_rn(v0, v1);
+        const uint32_t a = base + (cc / 8) * BOX + jj * 64 * 128 + r * 128 + ((cc % 8) ^ g) * 16 + 4 * t;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(pack_bf16x2(v.x, v.y)) : "memory");
+    });
     tma::fence_proxy_async_shared();
     asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wgi) : "memory"); /* the warpgroup's box written */
     if (wtid == 0) {
@@ -831,14 +841,18 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     unsigned char *const ost = smem + 2 * wgi * STG;
     static_assert(STG % 1024 == 0 && C::JW * C::NT * 128 <= STG && S >= 3, "bf16 staging beside stage 1");
     constexpr bool BF16_OUT = std::is_same<Tout, __nv_bfloat16>::value;
-    if (ep.mode == kEpiOut) {
+    auto store_tile = [&] { /* the tile into out: from the ring by the copy engine where omap is out's */
         if constexpr (BF16_OUT)
             if (ep.tma_out) {
-                consumers_sync(); /* the other warpgroup's last wgmmas have read the ring */
                 store_out_tma<C::JW, C::NT>(acc, ost, &omap, No, n0, m0, j0, wgi, tid % 128);
                 return;
             }
         store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
+    };
+    if (ep.mode == kEpiOut) {
+        if (BF16_OUT && ep.tma_out)
+            consumers_sync(); /* the other warpgroup's last wgmmas have read the ring */
+        store_tile();
         return;
     }
     if (ep.mode == kEpiO)
@@ -886,25 +900,11 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     float *inv = (float *)(smem + STG + 128);
     float(*rg)[G] = (float(*)[G])(inv + 64 * D);
     norm_inv<ID>(inv, rg, ep.partial, f == kTileLast ? ep.norms : nullptr, B, No, colblocks, m0, tid);
-    static_for<C::JW>([&](auto jj) {
-        constexpr int J = decltype(jj)::value;
-#pragma unroll
-        for (int cc = 0; cc < C::NT / 8; ++cc)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const float sc = inv[(16 * warp + g + 8 * h) * D + j0 + J];
-                acc[J][4 * cc + 2 * h] *= sc;
-                acc[J][4 * cc + 2 * h + 1] *= sc;
-            }
+    each_pair<C::JW, C::NT>(acc, [&](int jj, int, int h, float &v0, float &v1) {
+        const float sc = inv[(16 * warp + g + 8 * h) * D + j0 + jj];
+        v0 *= sc, v1 *= sc;
     });
-    if constexpr (BF16_OUT) {
-        if (ep.tma_out) /* the ring's stages 0 and 2 are idle since the barriers above */
-            store_out_tma<C::JW, C::NT>(acc, ost, &omap, No, n0, m0, j0, wgi, tid % 128);
-        else
-            store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
-    } else {
-        store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
-    }
+    store_tile(); /* the ring's stages 0 and 2 are idle since the barriers above */
     if (f != kTileLast)
         return;
     /* the last tile: every other tile has arrived, so each says within its bounded wait whether

@@ -152,13 +152,6 @@ __device__ __forceinline__ void stg_b128(void *p, const uint32_t (&w)[4])
                  : "memory");
 }
 
-/* Two bf16 values as one 32-bit word, lo in the low half (the order of a bf16x2 register and of
- * memory). */
-__device__ __forceinline__ uint32_t pack_bf16x2(__nv_bfloat16 lo, __nv_bfloat16 hi)
-{
-    return (uint32_t)__bfloat16_as_ushort(lo) | (uint32_t)__bfloat16_as_ushort(hi) << 16;
-}
-
 /* gelu_transpose's tile width in N_in: 32, or in bf16 the whole 64-row block of xgt_offset, so
  * that a block moves as many bytes as in fp32 with as many loads (two elements each) */
 __host__ __device__ constexpr int gelu_transpose_cols(int mode) { return mode == kBF16 ? 64 : 32; }
