@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Session 34's device calls (`kind: nvidia-h100-x1`; logs to $OUT, the key lines to stdout since
+# only 8 files come back):
+#   N (cold; session 33's script, results/fcgp-s33/next_session.sh N): main against fwd_wmn.patch
+#      (callN/: the patched tree's files did not come back, and its tests were cut by the timeout
+#      after a 308-s build)
+#   G (cold): main against combo.patch (fwd_wmn restricted to tiles of 128 columns or more, and
+#      gz in clusters of two column tiles sharing go by multicast), each under the defaults and
+#      FWD_WMN=0 (main ignores it: a second run of main); then the three FCGP test files in the
+#      patched tree
+#   M (cold): main's checks after the merges: build, the issue-4 bench, memcheck --hopper, the
+#      SASS check, then racecheck a case at a time while the call's time lasts
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+R=${OUT:-gpu_check_out}
+mkdir -p "$R"
+export OUT="$R"
+S=benchmarks/results/fcgp-s34
+KERNELS="^Cl.*(torch.bmm|forward|backward)|fwd_tma|fwd_prep|sum of|gelu_transpose|go_rows|go_transpose|norm_stats|gw_tma|gz_tma"
+ab() {
+    timeout "$1" bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
+    echo "ab_trees rc $?"
+    grep -E "^=|^#####|passed|failed|rror" "$R/ab_trees.log" | tail -n 14
+    for f in "$R"/*/parts_*.txt; do
+        echo "## $f"
+        grep -E "$KERNELS" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
+    done
+    tail -n 30 "$R"/*/pytest.log 2>/dev/null | grep -iE "passed|failed|error" | tail -n 12
+}
+case "${1:-}" in
+G)
+    PATCHES="$S/combo.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_FWD_WMN=0" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
+        ab 590
+    ;;
+M)
+    STAGES=build timeout 330 bash tests/gpu_check.sh | tail -n 2
+    STAGES=bench_fcgp timeout 100 bash tests/gpu_check.sh >/dev/null 2>&1
+    echo "bench rc $?"
+    cat "$R"/bench_fcgp*.log
+    SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 50 bash tests/gpu_check.sh | tail -n 3
+    STAGES=sass timeout 120 bash tests/gpu_check.sh | tail -n 8
+    LOOPS=0 CASE_S=40 timeout 150 bash benchmarks/fcgp_hang_check.sh | tail -n 12
+    ;;
+R)
+    LOOPS=0 CASE_S=65 timeout 560 bash benchmarks/fcgp_hang_check.sh | tail -n 12
+    ;;
+*)
+    echo "usage: $0 G|M|R"; exit 2 ;;
+esac
