@@ -12,6 +12,12 @@
 #      SASS check, then racecheck a case at a time while the call's time lasts
 #   K (cold; what ran instead of M, nothing having merged, with too little device time left for
 #      M and R): main's build, racecheck over the eight cases, memcheck --hopper, the issue-4 bench
+# Session 35 (prepared in session 34, not run):
+#   Z (cold): main against gz_groups_bf16.patch (gz at Cl(3,0) bf16 in clusters of two CTAs that
+#      split the pairs, as tf32: 36 KB a step into each SM instead of 52), the Cl(3,0) cells,
+#      three runs a tree; then test_gpu_fcgp_sm90.py in the patched tree
+#   U (cold): main's build, then Nsight Compute on gz and gW at Cl(3,0) bf16: the units' throughput
+#      (SpeedOfLight, workload sections) and the stall samples a source line
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}
@@ -52,9 +58,21 @@ K)
     echo "bench rc $?"
     cat "$R"/bench_fcgp*.log
     ;;
+Z)
+    PATCHES="$S/gz_groups_bf16.patch" CELLS="3,float32,4096,512 3,bfloat16,4096,512" \
+        SETTINGS="FLASHCLIFFORD_AB_RUN=1;FLASHCLIFFORD_AB_RUN=2;FLASHCLIFFORD_AB_RUN=3" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py" ab 590
+    ;;
+U)
+    STAGES=build timeout 330 bash tests/gpu_check.sh | tail -n 2
+    NCU_CELLS=3,bfloat16,4096,512 NCU_MEM_KERNELS="gz_tma_kernel gw_tma_kernel" STAGES=ncu_mem_fcgp \
+        timeout 100 bash tests/gpu_check.sh | tail -n 30
+    NCU_CELLS=3,bfloat16,4096,512 NCU_KERNELS="gz_tma_kernel" STAGES=ncu_src_fcgp \
+        timeout 150 bash tests/gpu_check.sh | tail -n 70
+    ;;
 R)
     LOOPS=0 CASE_S=65 timeout 560 bash benchmarks/fcgp_hang_check.sh | tail -n 12
     ;;
 *)
-    echo "usage: $0 G|M|K|R"; exit 2 ;;
+    echo "usage: $0 G|M|K|Z|U|R"; exit 2 ;;
 esac
