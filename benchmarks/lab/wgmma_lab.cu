@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(256, 1)
     const int n0 = blockIdx.x * C::NT, m0 = blockIdx.y * C::BM, steps = Ni / C::KS;
 
     float acc[C::JW][C::NT / 2];
-    zero(acc);
+    zero_all(acc);
 
     load_step<ID, MODE, NTV>(smem, xg, yg, wt, B, Ni, No, m0, n0, 0);
     cp_commit();

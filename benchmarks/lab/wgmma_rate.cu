@@ -84,7 +84,7 @@ template <int MODE, int N, int NW> __global__ void __launch_bounds__(256, 1) pur
     for (int r = 0; r < 4; ++r)
         a[r] = small_value<MODE>(threadIdx.x + r);
     float acc[1][N / 2];
-    zero(acc);
+    zero_all(acc);
     for (int s = 0; s < steps; ++s) {
         wg::fence();
 #pragma unroll
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(256, 1) comp(int steps, float *sink)
     const int wg_ = threadIdx.x / 128, wt = threadIdx.x % 128, lane = wt % 32;
     const int r0 = (wt / 32) * 16 + lane / 4, t = lane % 4;
     float acc[JW][N / 2];
-    zero(acc);
+    zero_all(acc);
     Frags<D> f;
     load_frags<D, kBM>(f, sm, sm + D * kBM * 32, r0, t);
     for (int s = 0; s < steps; ++s) {
@@ -156,7 +156,7 @@ template <int ID, int MODE, int N, int J0> __global__ void __launch_bounds__(256
     const int wg_ = threadIdx.x / 128, wt = threadIdx.x % 128, lane = wt % 32;
     const int r0 = (wt / 32) * 16 + lane / 4, t = lane % 4;
     float acc[1][N / 2];
-    zero(acc);
+    zero_all(acc);
     auto run = [&](auto wgc) {
         constexpr int j = J0 + decltype(wgc)::value;
         constexpr int nq = Plans<ID>::pair.jbegin[j + 1] - Plans<ID>::pair.jbegin[j];
@@ -196,7 +196,7 @@ __global__ void __launch_bounds__(256, 1) gwloop(int steps, float *sink)
     __syncthreads();
     const int wg_ = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
     float acc[C::PH][C::NT / 2];
-    zero(acc);
+    zero_all(acc);
     for (int s = 0; s < steps; ++s) {
         const unsigned char *buf = sm + (s % 2) * C::STAGE;
         if (wg_ == 0)

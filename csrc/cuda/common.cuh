@@ -127,6 +127,15 @@ template <class T> __device__ __forceinline__ typename Compute<T>::type gate_gra
         return gelu_gate_grad(t);
 }
 
+/* Every element of an accumulator array, of any rank, set to zero. */
+template <class T> __device__ __forceinline__ void zero_all(T &v) { v = T(0); }
+template <class T, int N> __device__ __forceinline__ void zero_all(T (&a)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        zero_all(a[i]);
+}
+
 /* The D components of one position, components cs apart, in the compute type. */
 template <int D, class E, class C>
 __device__ __forceinline__ void load_comps(const E *__restrict__ x, int64_t cs, C (&v)[D])

@@ -124,6 +124,53 @@ __device__ __forceinline__ void load_tiles(E *dst, int dst_rs, int dst_ts, int n
     }
 }
 
+/* Where this lane's accumulator element (r, c, e) lies in its warp's tile: in the mma.sync
+ * m16n8 fragment of row tile r and column tile c (tensor cores, TC), or in the FMA layout
+ * (the lanes as 8 rows x 4 columns, r striding 8 rows and c 4 columns; e is 0). */
+template <bool TC> __device__ __forceinline__ void acc_pos(int r, int c, int e, int lane, int &row, int &col)
+{
+    if constexpr (TC) {
+        row = r * 16 + (lane >> 2) + ((e >> 1) << 3);
+        col = c * 8 + 2 * (lane & 3) + (e & 1);
+    } else {
+        row = (lane >> 2) + 8 * r;
+        col = (lane & 3) + 4 * c;
+    }
+}
+
+/* The B fragments of column tiles 2 n2 and 2 n2 + 1 from one ldmatrix.x4 (16-bit types). */
+template <int NT> __device__ __forceinline__ void bfrag_pair(uint32_t (&bf)[NT][2], int n2, const uint32_t (&r4)[4])
+{
+    bf[2 * n2][0] = r4[0];
+    bf[2 * n2][1] = r4[1];
+    bf[2 * n2 + 1][0] = r4[2];
+    bf[2 * n2 + 1][1] = r4[3];
+}
+
+/* The B fragments of NT column tiles from a shared tile stored K-row-major (k's row at
+ * k * stride, N contiguous), columns n0 .. n0 + 8 NT: tf32 two loads a tile (rows t and t + 4,
+ * column g), 16-bit types one transposing ldmatrix a pair of tiles. */
+template <int MODE, int NT, class E>
+__device__ __forceinline__ void bfrags_krow(uint32_t (&bf)[NT][2], const E *tile, int stride, int n0, int lane)
+{
+    if constexpr (MODE == kTF32) {
+        const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+            bf[nt][0] = __float_as_uint(tile[t * stride + n0 + nt * 8 + g]);
+            bf[nt][1] = __float_as_uint(tile[(t + 4) * stride + n0 + nt * 8 + g]);
+        }
+    } else {
+#pragma unroll
+        for (int n2 = 0; n2 < NT / 2; ++n2) {
+            uint32_t r4[4];
+            const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * stride + n0 + n2 * 16 + (lane >> 4) * 8;
+            ldsm_x4_t(r4, tile + off);
+            bfrag_pair(bf, n2, r4);
+        }
+    }
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* Forward GEMM: o_j[b, m] for BM rows x BN columns of every component.                   */
 
@@ -185,15 +232,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     constexpr bool TC = MODE != kFMA;
     constexpr int AR = TC ? MT : BM / 8, AC = TC ? NT : WN / 4, AE = TC ? 4 : 1;
     C acc[JPW][AR][AC][AE];
-#pragma unroll
-    for (int jj = 0; jj < JPW; ++jj)
-#pragma unroll
-        for (int r = 0; r < AR; ++r)
-#pragma unroll
-            for (int c = 0; c < AC; ++c)
-#pragma unroll
-                for (int e = 0; e < AE; ++e)
-                    acc[jj][r][c][e] = 0;
+    zero_all(acc);
 
     if (nk > 0)
         load_stage(0);
@@ -225,26 +264,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 const E *Wp = W + plan.pp[q] * WT;
                 const int t0 = plan.tbegin[q], t1 = plan.tbegin[q + 1];
                 if constexpr (TC) {
-                    const int g = lane >> 2, t = lane & 3;
                     uint32_t bf[NT][2];
-                    if constexpr (MODE == kTF32) {
-#pragma unroll
-                        for (int nt = 0; nt < NT; ++nt) {
-                            bf[nt][0] = __float_as_uint(Wp[t * SW + ncol0 + nt * 8 + g]);
-                            bf[nt][1] = __float_as_uint(Wp[(t + 4) * SW + ncol0 + nt * 8 + g]);
-                        }
-                    } else {
-#pragma unroll
-                        for (int n2 = 0; n2 < NT / 2; ++n2) {
-                            uint32_t r4[4];
-                            ldsm_x4_t(r4, Wp + (((lane >> 3) & 1) * 8 + (lane & 7)) * SW + ncol0 + n2 * 16 +
-                                              (lane >> 4) * 8);
-                            bf[2 * n2][0] = r4[0];
-                            bf[2 * n2][1] = r4[1];
-                            bf[2 * n2 + 1][0] = r4[2];
-                            bf[2 * n2 + 1][1] = r4[3];
-                        }
-                    }
+                    bfrags_krow<MODE>(bf, Wp, SW, ncol0, lane);
                     /* z_{j,p} for all MT row tiles at once: 2 MT independent ldmatrix per term
                      * in flight, then one burst of MT x NT mma */
                     uint32_t af[MT][4];
@@ -336,14 +357,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
                 for (int e = 0; e < AE; ++e) {
                     int row, col;
-                    if constexpr (TC) {
-                        row = r * 16 + (lane >> 2) + ((e >> 1) << 3);
-                        col = ncol0 + c * 8 + 2 * (lane & 3) + (e & 1);
-                    } else {
-                        row = (lane >> 2) + 8 * r;
-                        col = ncol0 + (lane & 3) + 4 * c;
-                    }
-                    sO[(j * BM + row) * BN + col] = acc[jj][r][c][e];
+                    acc_pos<TC>(r, c, e, lane, row, col);
+                    sO[(j * BM + row) * BN + (ncol0 + col)] = acc[jj][r][c][e];
                 }
     }
     __syncthreads();
@@ -669,15 +684,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int pass = 0; pass < NPASS; ++pass) {
         const int base = pass * kWarps * CAP;
         C acc[CAP][AR][AC][AE];
-#pragma unroll
-        for (int s = 0; s < CAP; ++s)
-#pragma unroll
-            for (int r = 0; r < AR; ++r)
-#pragma unroll
-                for (int c = 0; c < AC; ++c)
-#pragma unroll
-                    for (int e = 0; e < AE; ++e)
-                        acc[s][r][c][e] = 0;
+        zero_all(acc);
 
         if (nk > 0)
             load_stage(0);
@@ -708,10 +715,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                             uint32_t r4[4];
                             ldsm_x4(r4, Wp + (n2 * 16 + (lane >> 4) * 8 + (lane & 7)) * SK + ks * Cfg::KSTEP +
                                             ((lane >> 3) & 1) * (16 / (int)sizeof(E)));
-                            bf[2 * n2][0] = r4[0];
-                            bf[2 * n2][1] = r4[1];
-                            bf[2 * n2 + 1][0] = r4[2];
-                            bf[2 * n2 + 1][1] = r4[3];
+                            bfrag_pair(bf, n2, r4);
                         }
 #pragma unroll
                         for (int mt = 0; mt < MT; ++mt)
@@ -752,13 +756,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
                     for (int e = 0; e < AE; ++e) {
                         int row, col;
-                        if constexpr (TC) {
-                            row = r * 16 + (lane >> 2) + ((e >> 1) << 3);
-                            col = c * 8 + 2 * (lane & 3) + (e & 1);
-                        } else {
-                            row = (lane >> 2) + 8 * r;
-                            col = (lane & 3) + 4 * c;
-                        }
+                        acc_pos<TC>(r, c, e, lane, row, col);
                         sG[slot * POS + row * BN + col] = acc[s][r][c][e];
                     }
         }
@@ -868,13 +866,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     constexpr int AR = TC ? MT : WM / 8, AC = TC ? NT : WN / 4, AE = TC ? 4 : 1;
     C acc[AR][AC][AE];
-#pragma unroll
-    for (int r = 0; r < AR; ++r)
-#pragma unroll
-        for (int c = 0; c < AC; ++c)
-#pragma unroll
-            for (int e = 0; e < AE; ++e)
-                acc[r][c][e] = 0;
+    zero_all(acc);
 
     if (nk > 0)
         load_stage(rb0);
@@ -921,24 +913,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                             ldsm_x4_t(af[mt], Zk + ((lane >> 4) * 8 + (lane & 7)) * SXn + m0 + ((lane >> 3) & 1) * 8);
                         }
                     }
-                    if constexpr (MODE == kTF32) {
-#pragma unroll
-                        for (int nt = 0; nt < NT; ++nt) {
-                            bf[nt][0] = __float_as_uint(Gk[t * SXm + wn0 + nt * 8 + g]);
-                            bf[nt][1] = __float_as_uint(Gk[(t + 4) * SXm + wn0 + nt * 8 + g]);
-                        }
-                    } else {
-#pragma unroll
-                        for (int n2 = 0; n2 < NT / 2; ++n2) {
-                            uint32_t r4[4];
-                            ldsm_x4_t(r4, Gk + (((lane >> 3) & 1) * 8 + (lane & 7)) * SXm + wn0 + n2 * 16 +
-                                              (lane >> 4) * 8);
-                            bf[2 * n2][0] = r4[0];
-                            bf[2 * n2][1] = r4[1];
-                            bf[2 * n2 + 1][0] = r4[2];
-                            bf[2 * n2 + 1][1] = r4[3];
-                        }
-                    }
+                    bfrags_krow<MODE>(bf, Gk, SXm, wn0, lane);
 #pragma unroll
                     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -973,14 +948,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
             for (int e = 0; e < AE; ++e) {
                 int row, col;
-                if constexpr (TC) {
-                    row = wm0 + r * 16 + (lane >> 2) + ((e >> 1) << 3);
-                    col = wn0 + c * 8 + 2 * (lane & 3) + (e & 1);
-                } else {
-                    row = wm0 + (lane >> 2) + 8 * r;
-                    col = wn0 + (lane & 3) + 4 * c;
-                }
-                const int64_t n = nn0 + row, m = mm0 + col;
+                acc_pos<TC>(r, c, e, lane, row, col);
+                const int64_t n = nn0 + (wm0 + row), m = mm0 + (wn0 + col);
                 if (n < Ni && m < No) {
                     const int64_t i = ((int64_t)p * Ni + n) * No + m;
                     if (partial)

@@ -307,22 +307,16 @@ template <int MODE, int D> __device__ __forceinline__ void scale_frags(uint2 (&v
         }
 }
 
-template <int JW, int N> __device__ __forceinline__ void zero(float (&acc)[JW][N])
-{
-#pragma unroll
-    for (int j = 0; j < JW; ++j)
-#pragma unroll
-        for (int i = 0; i < N; ++i)
-            acc[j][i] = 0.f;
-}
-
 /* Every accumulator pair of a warpgroup's tile (wgmma's D fragment layout): f(jj, cc, h, v0, v1)
- * with v0, v1 = acc[jj][4 cc + 2 h], acc[jj][4 cc + 2 h + 1], component jj of the warpgroup's,
- * row 16 warp + g + 8 h of the tile, columns 8 cc + 2 t and 8 cc + 2 t + 1. */
-template <int JW, int NT, class F> __device__ __forceinline__ void each_pair(float (&acc)[JW][NT / 2], F &&f)
+ * with v0, v1 = acc[jj][4 cc + 2 h], acc[jj][4 cc + 2 h + 1] (writable where f takes them by
+ * reference), component (or pair, or path) jj of the warpgroup's, row 16 warp + g + 8 h of the
+ * tile, columns 8 cc + 2 t and 8 cc + 2 t + 1; over the first JN of the JW only, if JN says so. */
+template <int JW, int NT, int JN = JW, class F>
+__device__ __forceinline__ void each_pair(float (&acc)[JW][NT / 2], F &&f)
 {
+    static_assert(JN <= JW, "a prefix of the accumulators");
 #pragma unroll
-    for (int jj = 0; jj < JW; ++jj)
+    for (int jj = 0; jj < JN; ++jj)
 #pragma unroll
         for (int cc = 0; cc < NT / 8; ++cc)
 #pragma unroll
@@ -806,7 +800,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     wg::setmaxnreg_inc<kConsumerRegs>();
 
     float acc[C::JW][C::NT / 2];
-    zero(acc);
+    zero_all(acc);
     for (int s = 0; s < steps; ++s) {
         tma::mbar_wait(&full[s % S], (s / S) & 1);
         const unsigned char *buf = smem + (s % S) * STG;

@@ -355,7 +355,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
             continue;
         const int bx = w.tile % nx, grp = bx % C::GROUPS, m0 = bx / C::GROUPS * C::NT, n0 = w.tile / nx * C::BM;
         float acc[C::PH][C::NT / 2];
-        zero(acc);
+        zero_all(acc);
         /* the step of path group GR, a compile-time constant (its paths index the fragments) */
         auto step = [&](auto gr, const unsigned char *buf) {
             constexpr int GR = decltype(gr)::value;
@@ -381,14 +381,10 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
 
         /* acc[pl][4c + 2h + e]: path grp PG + wgi PH + pl, row n0 + 16 warp + g + 8h, column
          * m0 + 8c + 2t + e; in a slot, value pair i of thread tid at float2 i 256 + tid */
-        auto pairs = [&](auto &&f) {
-#pragma unroll
-            for (int pl = 0; pl < C::PH; ++pl)
-#pragma unroll
-                for (int c = 0; c < C::NT / 8; ++c)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h)
-                        f(acc[pl][4 * c + 2 * h], acc[pl][4 * c + 2 * h + 1], (pl * (C::NT / 8) + c) * 2 + h, pl, c, h);
+        auto pairs = [&](auto &&f) { /* i: the pair's place in a segment slot, 256 threads apart */
+            each_pair<C::PH, C::NT>(acc, [&](int pl, int c, int h, float &v0, float &v1) {
+                f(v0, v1, (pl * (C::NT / 8) + c) * 2 + h, pl, c, h);
+            });
         };
         if (w.put >= 0) { /* a segment before the last: its sum to its slot, then its flag */
             float2 *dst = (float2 *)(slots + (size_t)w.put * SLOT);

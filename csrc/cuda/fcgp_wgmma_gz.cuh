@@ -259,7 +259,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         constexpr int GR = decltype(gr)::value, WG = decltype(wg)::value;
         constexpr int j0 = GR * C::JG + WG * C::JW, q0 = Plans<ID>::pair.jbegin[j0], nq = pairs_of<ID>(j0, C::JW);
         float acc[C::QW][C::BN / 2];
-        zero(acc);
+        zero_all(acc);
         ring.consume_fed(0, steps, [&](int s) {
             const unsigned char *buf = smem + (s % S) * C::STAGE;
             gz_step<ID, MODE, KK, GR, WG>(acc, smem_u32(buf), smem_u32(buf + C::OB), warp, tid % 32);
@@ -271,15 +271,11 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
          * barrier 1 over the CTA's 256 threads, each warpgroup reaching it from its own code, so
          * the non-.aligned form (bar.sync is barrier.sync.aligned: one instruction for all) */
         asm volatile("barrier.sync 1, 256;\n" ::: "memory");
-        /* acc[ql][4c + 2h + e] is pair q0 + ql at row 16 warp + g + 8h, column 8c + 2t + e */
-#pragma unroll
-        for (int ql = 0; ql < nq; ++ql)
-#pragma unroll
-            for (int c = 0; c < C::BN / 8; ++c)
-#pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    *(float2 *)&sG[((q0 - GR * C::QG + ql) * C::BM + 16 * warp + g + 8 * h) * C::GS + 8 * c + 2 * t] =
-                        make_float2(acc[ql][4 * c + 2 * h], acc[ql][4 * c + 2 * h + 1]);
+        /* pair q0 + ql of this warpgroup's nq (the array holds QW, the most of either warpgroup) */
+        each_pair<C::QW, C::BN, nq>(acc, [&](int ql, int c, int h, float v0, float v1) {
+            *(float2 *)&sG[((q0 - GR * C::QG + ql) * C::BM + 16 * warp + g + 8 * h) * C::GS + 8 * c + 2 * t] =
+                make_float2(v0, v1);
+        });
     };
     using I0 = std::integral_constant<int, 0>;
     using I1 = std::integral_constant<int, 1>;
