@@ -24,17 +24,7 @@ R=${OUT:-gpu_check_out}
 mkdir -p "$R"
 export OUT="$R"
 S=benchmarks/results/fcgp-s34
-KERNELS="^Cl.*(torch.bmm|forward|backward)|fwd_tma|fwd_prep|sum of|gelu_transpose|go_rows|go_transpose|norm_stats|gw_tma|gz_tma"
-ab() {
-    timeout "$1" bash benchmarks/fcgp_ab_trees.sh >"$R/ab_trees.log" 2>&1
-    echo "ab_trees rc $?"
-    grep -E "^=|^#####|passed|failed|rror" "$R/ab_trees.log" | tail -n 14
-    for f in "$R"/*/parts_*.txt; do
-        echo "## $f"
-        grep -E "$KERNELS" "$f" | sed -E 's/ +/ /g; s/4096x512 //'
-    done
-    tail -n 30 "$R"/*/pytest.log 2>/dev/null | grep -iE "passed|failed|error" | tail -n 12
-}
+ab() { bash benchmarks/fcgp_ab_report.sh "$1"; } # the A/B, its key lines to stdout
 case "${1:-}" in
 G)
     PATCHES="$S/combo.patch" SETTINGS="base;FLASHCLIFFORD_FCGP_FWD_WMN=0" \
