@@ -8,9 +8,11 @@
 #      the defaults and FLASHCLIFFORD_FCGP_FWD_WMN=0 (main ignores it: a second run), the four
 #      issue-4 cells; then test_gpu_fcgp_sm90.py in the patched tree and where its forward
 #      kernels' local-memory accesses lie
-#   F (cold): main after the merge: build, the issue-4 bench, test_gpu_fcgp.py and
-#      test_gpu_streams.py, memcheck --hopper, the SASS check, racecheck case by case while the
-#      call lasts
+#   F (cold; what ran instead of the F first planned, G's gate having measured far slower): main
+#      with the bf16 forward reading W as stored (wmn.patch merged, prep's gate kept): build; the
+#      bf16 cells under FLASHCLIFFORD_FCGP_FWD_WMN=1, 0, 2, 1 (fcgp_ab.sh);
+#      the issue-4 bench under the setting the parts favour (wmn_pick.py); where the Cl(3,0) bf16
+#      forwards' local-memory accesses lie; the forward's tests of test_gpu_fcgp_sm90.py
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}
@@ -28,14 +30,23 @@ G)
     ;;
 F)
     STAGES=build timeout 330 bash tests/gpu_check.sh | tail -n 2
-    STAGES=bench_fcgp timeout 90 bash tests/gpu_check.sh >/dev/null 2>&1
+    CELLS="2,bfloat16,4096,512 3,bfloat16,4096,512" PARTS_S=40 \
+        SETTINGS="FLASHCLIFFORD_FCGP_FWD_WMN=1;FLASHCLIFFORD_FCGP_FWD_WMN=0;FLASHCLIFFORD_FCGP_FWD_WMN=2;FLASHCLIFFORD_FCGP_FWD_WMN=1 FLASHCLIFFORD_AB_RUN=2" \
+        timeout 130 bash benchmarks/fcgp_ab.sh >"$R/ab.log" 2>&1
+    echo "ab rc $?"
+    grep -E "^Cl.*forward|fwd_tma|fwd_prep" "$R"/parts_*.txt | sed -E 's/ +/ /g; s/4096x512 //; s|^.*/parts_||'
+    pick=$(python3 "$S/wmn_pick.py" "$R")
+    echo "bench under FLASHCLIFFORD_FCGP_FWD_WMN=$pick"
+    FLASHCLIFFORD_FCGP_FWD_WMN=$pick STAGES=bench_fcgp timeout 90 bash tests/gpu_check.sh >/dev/null 2>&1
     echo "bench rc $?"
     cat "$R"/bench_fcgp*.log
-    timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp.py tests/test_gpu_streams.py 2>&1 |
-        tail -n 4
-    SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 40 bash tests/gpu_check.sh | tail -n 3
-    STAGES=sass timeout 60 bash tests/gpu_check.sh | tail -n 12
-    LOOPS=0 CASE_S=25 timeout 120 bash benchmarks/fcgp_hang_check.sh | tail -n 9
+    timeout 30 python3 tests/sass_check.py --sites "fwd_tma_kernel<1, 2, 1, 1, true" 2>&1 | cut -c1-160 | head -n 12
+    # the forward's tests (the change is the forward's): the matrix against the float64 einsum, the
+    # gate off, run to run, the norm, and the layouts bit for bit (W as stored against W^T's boxes)
+    T=tests/test_gpu_fcgp_sm90.py
+    timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider "$T::test_the_path_is_planned" "$T::test_matrix" \
+        "$T::test_gate_off" "$T::test_deterministic_run_to_run" "$T::test_norm_in_the_epilogue_is_the_finalize_pass" \
+        "$T::test_weight_layouts_and_clusters_agree" "$T::test_unaligned_rows_fall_back" 2>&1 | tail -n 4
     ;;
 *)
     echo "usage: $0 G|F"; exit 2 ;;
