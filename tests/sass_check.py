@@ -4,6 +4,9 @@ on tensor cores, HGMMA where wgmma is used), read off the extension's SASS.
     python tests/sass_check.py [path/to/_C*.so]    (default: the built extension)
     python tests/sass_check.py --mix REGEX [so]     the instruction mix of the kernels whose
                                                     demangled name matches REGEX (no check)
+    python tests/sass_check.py --sites REGEX [so]   where their local-memory accesses lie: each
+                                                    LDL/STL with the opcodes around it and whether
+                                                    it is in the HGMMA loop's span (no check)
 
 Runs `cuobjdump -sass` (CUDA toolkit; none on a machine without it: exit 2), groups the
 instructions by kernel, and prints a line per FCGP GEMM kernel: HGMMA, HMMA, FFMA/DFMA counts
@@ -28,7 +31,8 @@ GEMM = re.compile(r"fc::fcgp::(?:sm90::)?((?:fwd|gz|gw)_tma_kernel|fwd_kernel|gz
                   r"<(\d+), ([^,>]+)(?:, (\d+))?")
 
 
-def sass_by_kernel(so):
+def sass_by_kernel(so, sequences=False):
+    """{(kernel, arch): Counter of opcodes}, or with sequences the opcodes in program order."""
     text = subprocess.run(["cuobjdump", "-sass", so], capture_output=True, text=True, check=True).stdout
     counts, name, arch = {}, None, None
     for line in text.splitlines():
@@ -36,10 +40,12 @@ def sass_by_kernel(so):
             arch = line.split()[-1]
         elif "Function :" in line:
             name = line.split("Function :", 1)[1].strip()
-            counts[(name, arch)] = collections.Counter()
+            counts[(name, arch)] = [] if sequences else collections.Counter()
         elif name is not None:
             m = re.search(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
-            if m:
+            if m and sequences:
+                counts[(name, arch)].append(m.group(1))
+            elif m:
                 counts[(name, arch)][m.group(1)] += 1
     return counts
 
@@ -63,10 +69,31 @@ def print_mix(counts, names, pattern, top=25):
     return 0 if found else 1
 
 
+def print_sites(seqs, names, pattern, around=4):
+    """Each local-memory access of the kernels matching pattern, with its neighbours, and whether it
+    lies between the kernel's first and last HGMMA (the main loop) or outside (set-up, producer,
+    epilogue)."""
+    found = 0
+    for (mangled, arch), ops in sorted(seqs.items(), key=lambda kv: names[kv[0][0]]):
+        if not re.search(pattern, names[mangled]):
+            continue
+        found += 1
+        hg = [i for i, op in enumerate(ops) if op == "HGMMA"]
+        lo, hi = (hg[0], hg[-1]) if hg else (-1, -1)
+        sites = [i for i, op in enumerate(ops) if op in ("LDL", "STL")]
+        print(f"{arch} {names[mangled][:160]}: {len(ops)} instructions, HGMMA {lo}-{hi}, {len(sites)} LDL/STL")
+        for i in sites:
+            where = "inside" if lo <= i <= hi else "outside"
+            print(f"  {i:6} {ops[i]} {where}: {' '.join(ops[max(0, i - around):i + around + 1])}")
+    return 0 if found else 1
+
+
 def main(argv):
-    mix = None
+    mix = sites = None
     if argv[:1] == ["--mix"] and len(argv) >= 2:
         mix, argv = argv[1], argv[2:]
+    elif argv[:1] == ["--sites"] and len(argv) >= 2:
+        sites, argv = argv[1], argv[2:]
     if not shutil.which("cuobjdump"):
         print("sass_check: no cuobjdump on this machine")
         return 2
@@ -75,6 +102,9 @@ def main(argv):
     if so is None:
         print("sass_check: no built extension (flashclifford/_C*.so)")
         return 2
+    if sites is not None:
+        seqs = sass_by_kernel(so, sequences=True)
+        return print_sites(seqs, demangle([n for n, _ in seqs]), sites)
     counts = sass_by_kernel(so)
     names = demangle([n for n, _ in counts])
     if mix is not None:

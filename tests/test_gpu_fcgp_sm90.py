@@ -177,7 +177,9 @@ def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
 # How the forward brings W^T (_C._fcgp_sm90_fwd_wbulk: in stage order by bulk copies, the default, or
 # as boxes of W^T) and its cluster shape (_C._fcgp_sm90_fwd_cluster: 1 x 1, the default with the bulk
 # copies; 2 x 1 sharing x, y; 1 x 2 sharing W^T) move the same bytes into the same shared-memory image,
-# so every combination must give the default's output and norms bit for bit: with and without the
+# and the bf16 default in one CTA reads W as stored, MN-major, where N_out is a multiple of 8 (200, 136
+# and 104 below; FLASHCLIFFORD_FCGP_FWD_WMN), the same products in the same K order; so every
+# combination must give the default's output and norms bit for bit: with and without the
 # norm, on shapes with column and row tails, an odd column-block count (a tile past N_out under 2 x 1,
 # which reads the last column block's W^T), an odd row-block count (a row tile past B under 1 x 2), one
 # feature, and K not a whole step; and W at an address off the 16-byte pieces fwd_prep loads it in.
@@ -215,7 +217,8 @@ def test_weight_layouts_and_clusters_agree(sm90_on, alg, mode, normalize):
                 if normalize:
                     assert torch.equal(got[1], want[1]), (b, n_in, n_out, wbulk, cluster, "norms")
         # W one element past a 16-byte boundary: fwd_prep reads it element by element instead of in
-        # 16-byte pieces (as it also does when N_out's rows are not whole pieces), to the same bits
+        # 16-byte pieces (as it also does when N_out's rows are not whole pieces), and bf16 takes W^T
+        # in stage order instead of W as stored, to the same bits
         flat = torch.empty(w.numel() + 1, dtype=w.dtype, device=w.device)
         w_odd = flat[1:].view_as(w)
         w_odd.copy_(w)

@@ -16,4 +16,7 @@ void *fwd_spills_kernels[] = {
     (void *)sm90::fwd_tma_kernel<1, fc::fcgp::kTF32, 1, 1, true, float>,
     (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16>,
     (void *)sm90::fwd_tma_kernel<1, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16>,
+    /* bf16 reading W as stored (WMN) */
+    (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, true>,
+    (void *)sm90::fwd_tma_kernel<1, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, true>,
 };

@@ -1,5 +1,6 @@
 /* fcgp_sm90a.cu — the Hopper FCGP kernels behind fcgp_sm90a.h. Forward: one preparation launch
- * (fwd_prep: W^T in the workspace in stage order, with the gate the gate product g, the norm's
+ * (fwd_prep: W^T in the workspace in stage order, which bf16 in one CTA skips by reading W as
+ * stored (fwd_w_mn), with the gate the gate product g, the norm's
  * flags zeroed; under FLASHCLIFFORD_FCGP_FWD_WBULK=0 W^T for boxes by a tiled transpose and g by
  * gate_product), three or four tensor maps a call, and fwd_tma_kernel of fcgp_wgmma.cuh, one CTA
  * with a producer warpgroup by default or clusters of two that share a tile by multicast
@@ -147,6 +148,14 @@ std::atomic<int> g_fwd_cl{-1};    /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 
 bool fwd_w_bulk() { return switch_state(g_fwd_wbulk, "FLASHCLIFFORD_FCGP_FWD_WBULK", 1); }
 void set_fwd_w_bulk(bool on) { g_fwd_wbulk.store(on ? 1 : 0); }
 int fwd_cluster_setting() { return env_choice(g_fwd_cl, "FLASHCLIFFORD_FCGP_FWD_CLUSTER", 1, 3, 0); }
+namespace {
+std::atomic<int> g_fwd_wmn{-1}; /* FLASHCLIFFORD_FCGP_FWD_WMN: 0, 1 or 2 (fwd_w_mn) */
+}
+/* Where the bf16 forward in one CTA reads W as stored (MN-major wgmma B operands, no W^T to
+ * prepare) instead of W^T in stage order as tf32 does: 0 nowhere, 1 at every tile width (the
+ * default), 2 at tiles of 128 columns or more (Cl(2,0)); FLASHCLIFFORD_FCGP_FWD_WMN at start-up
+ * (A/Bs; the layout test compares it with the boxes of W^T bit for bit). */
+int fwd_w_mn() { return env_choice(g_fwd_wmn, "FLASHCLIFFORD_FCGP_FWD_WMN", 0, 2, 1); }
 void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shape : 0); }
 
 namespace {
@@ -433,7 +442,8 @@ __device__ __forceinline__ void wst_block(const Elem<MODE> *__restrict__ w, Elem
 }
 
 /* The forward's preparations in one launch (two kernel boundaries fewer than a kernel each):
- * blocks [0, wblocks) W^T in stage order (wst_block; wblocks = column blocks x step groups x P),
+ * blocks [0, wblocks) W^T in stage order (wst_block; wblocks = column blocks x step groups x P, or
+ * 0 where the bf16 GEMM reads W as stored),
  * the rest the gate product g when gate (MVGELU: gate_pieces, n = B N_in values), and block 0
  * also zeroes the norm's nflags counts and states (flags). */
 template <int MODE, int NT>
@@ -495,22 +505,28 @@ constexpr CUtensorMapDataType map_type(int mode)
     return mode == kTF32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
-/* A 3-D map of a (d2, d1, d0) array, rows contiguous, the d2 index stride2 bytes apart (0:
- * contiguous), boxes of (b2, b1, b0); zeros past its end. */
-fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1,
-                   uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle, uint64_t stride2 = 0)
+/* A tensor map encoding's status: FC_OK, or the error set (the driver without an encoder, or the
+ * encoder's failure for the map `what` names, with sizes d0 .. d2) */
+fc_status encoded(CUresult r, const char *what, long long d0, long long d1, long long d2)
 {
-    const CUresult r = tma::encode_3d(m, base, ty, es, d0, d1, d2, b0, b1, b2, swizzle, stride2);
     if (r == CUDA_ERROR_NOT_FOUND && !tma::tensor_map_encoder()) {
         fc_set_error("fcgp: the driver has no cuTensorMapEncodeTiled");
         return FC_ERR_CUDA;
     }
     if (r != CUDA_SUCCESS) {
-        fc_set_error("fcgp: cuTensorMapEncodeTiled failed (%d) for dims (%llu, %llu, %llu)", (int)r,
-                     (unsigned long long)d0, (unsigned long long)d1, (unsigned long long)d2);
+        fc_set_error("fcgp: cuTensorMapEncodeTiled failed (%d) for %s (%lld, %lld, %lld)", (int)r, what, d0, d1, d2);
         return FC_ERR_CUDA;
     }
     return FC_OK;
+}
+
+/* A 3-D map of a (d2, d1, d0) array, rows contiguous, the d2 index stride2 bytes apart (0:
+ * contiguous), boxes of (b2, b1, b0); zeros past its end. */
+fc_status make_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size_t es, uint64_t d0, uint64_t d1,
+                   uint64_t d2, uint32_t b0, uint32_t b1, uint32_t b2, CUtensorMapSwizzle swizzle, uint64_t stride2 = 0)
+{
+    return encoded(tma::encode_3d(m, base, ty, es, d0, d1, d2, b0, b1, b2, swizzle, stride2), "dims", (long long)d0,
+                   (long long)d1, (long long)d2);
 }
 
 /* gz's map of go^T's panels (got_offset): dims (8 rows x ks positions, Nor / 8 row groups,
@@ -522,17 +538,23 @@ fc_status got_map(CUtensorMap *m, const void *base, CUtensorMapDataType ty, size
     const uint64_t row = 8 * (uint64_t)ks * es, dims[4] = {8 * (uint64_t)ks, (uint64_t)nor / 8, (uint64_t)bp / ks, (uint64_t)d};
     const uint64_t strides[3] = {row, row * (uint64_t)nor / 8, row * (uint64_t)nor / 8 * (uint64_t)bp / ks};
     const uint32_t box[4] = {8 * (uint32_t)ks, g, st, jc};
-    const CUresult r = tma::encode_4d(m, base, ty, dims, strides, box);
-    if (r == CUDA_ERROR_NOT_FOUND && !tma::tensor_map_encoder()) {
-        fc_set_error("fcgp: the driver has no cuTensorMapEncodeTiled");
-        return FC_ERR_CUDA;
-    }
-    if (r != CUDA_SUCCESS) {
-        fc_set_error("fcgp: cuTensorMapEncodeTiled failed (%d) for go^T's panels (%lld rows, %lld positions)", (int)r,
-                     (long long)nor, (long long)bp);
-        return FC_ERR_CUDA;
-    }
-    return FC_OK;
+    return encoded(tma::encode_nd<4>(m, base, ty, dims, strides, box), "go^T's panels (rows, positions, components)",
+                   (long long)nor, (long long)bp, (long long)d);
+}
+
+/* The bf16 forward's map of W (P, N_in, N_out) as stored (fwd_tma_kernel's WMN): N_in's rows
+ * folded as (N_in / 4 groups, 2 pairs, 2 rows), so that a box of (64 columns, 2 rows, 1 pair, 4
+ * groups, P / 2 paths) at pair kg brings the 8 rows of a step's K group kg in the permuted order
+ * the x fragments are read in (phys_col: rows 4 i + 2 kg + r, i = 0-3, r = 0-1), in the
+ * 128-byte swizzle (WLayoutMN). N_in is a multiple of 8 (planned: 16-byte rows of x), N_out of 8. */
+fc_status wmn_map(CUtensorMap *m, const void *w, int64_t Ni, int64_t No, int P)
+{
+    const uint64_t row = 2 * (uint64_t)No, dims[5] = {(uint64_t)No, 2, 2, (uint64_t)Ni / 4, (uint64_t)P};
+    const uint64_t strides[4] = {row, 2 * row, 4 * row, (uint64_t)Ni * row};
+    const uint32_t box[5] = {64, 2, 1, 4, (uint32_t)P / 2};
+    return encoded(tma::encode_nd<5>(m, w, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, dims, strides, box,
+                                     CU_TENSOR_MAP_SWIZZLE_128B),
+                   "W as stored (paths, N_in, N_out)", P, (long long)Ni, (long long)No);
 }
 
 static_assert(tile_cols(4) == Cfg<0, kTF32>::NT && tile_cols(8) == Cfg<1, kTF32>::NT &&
@@ -614,13 +636,22 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                           flags + norm_rows(a), norm_wait_ns(), (int)f.kind, tma_out ? 1 : 0};
     const bool bulk = fwd_w_bulk(), norm = f.kind == FwdOut::kNorm;
     const int64_t n = B * Ni, gblocks = std::min<int64_t>(cdiv(n, 256 * (16 / (int64_t)sizeof(E))), 2048);
-    if (bulk) { /* W^T in stage order, g and the zeroed flags in one launch */
-        const int64_t wblocks = wst_blocks(a, MODE);
+    /* the cluster: CN column tiles sharing x, y (multicast), CM row tiles sharing W^T */
+    const int shape = fwd_cluster(C::D, MODE, bulk);
+    const unsigned CN = shape == 2 ? 2 : 1, CM = shape == 3 ? 2 : 1;
+    /* bf16 in one CTA: W as stored, read MN-major (fwd_tma_kernel's WMN), where a map of it can be
+     * made (rows of whole 16-byte pieces from a 16-byte aligned start): no W^T to prepare */
+    const int wmn_at = fwd_w_mn();
+    const bool wmn = MODE == kBF16 && bulk && shape == 1 && (wmn_at == 1 || (wmn_at == 2 && C::NT >= 128)) &&
+                     No % 8 == 0 && (uintptr_t)w % 16 == 0;
+    const bool prep = bulk && (!wmn || norm || a->gate); /* fwd_prep runs, and the GEMM follows it by PDL */
+    if (prep) { /* W^T in stage order (unless wmn), g and the zeroed flags in one launch */
+        const int64_t wblocks = wmn ? 0 : wst_blocks(a, MODE);
         fwd_prep<MODE, C::NT><<<(unsigned)std::max<int64_t>(wblocks + (a->gate ? gblocks : 0), 1), 256, 0, st>>>(
             (const E *)w, wt, C::P, (int)Ni, (int)No, (int)(Nip / C::KS), wblocks, (const E *)x, (const E *)y,
             a->gate ? g : nullptr, n, norm ? flags : nullptr, norm ? (int)norm_flags(a) : 0);
         FC_LAUNCH_CHECK(st);
-    } else {
+    } else if (!bulk) {
         if (norm)
             FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)norm_flags(a) * sizeof(int), st));
         prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(No, 32), (unsigned)C::P), 256, 0, st>>>(
@@ -642,11 +673,15 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     if ((s = make_map(&xm, x, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK ||
         (s = make_map(&ym, y, ty, sizeof(E), Ni, B, C::D, C::KS, C::BM, C::D, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK)
         return s;
-    if (bulk)
+    if (wmn) {
+        if ((s = wmn_map(&wm, w, Ni, No, C::P)) != FC_OK)
+            return s;
+    } else if (bulk) {
         wm = xm;
-    else if ((s = make_map(&wm, wt, ty, sizeof(E), Nip, No, C::P, C::KS, C::NT, C::P / 2, CU_TENSOR_MAP_SWIZZLE_32B)) !=
-             FC_OK)
+    } else if ((s = make_map(&wm, wt, ty, sizeof(E), Nip, No, C::P, C::KS, C::NT, C::P / 2,
+                             CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK) {
         return s;
+    }
     if (!a->gate)
         gm = xm;
     else if ((s = make_map(&gm, g, ty, sizeof(E), Ni, B, 1, C::KS, C::BM, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK)
@@ -659,10 +694,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                            CU_TENSOR_MAP_SWIZZLE_128B)) != FC_OK)
         return s;
 
-    /* the cluster: CN column tiles sharing x, y (multicast), CM row tiles sharing W^T; the grid
-     * rounded up to whole clusters (tiles past the output read zeros and write nothing) */
-    const int shape = fwd_cluster(C::D, MODE, bulk);
-    const unsigned CN = shape == 2 ? 2 : 1, CM = shape == 3 ? 2 : 1;
+    /* the grid rounded up to whole clusters (tiles past the output read zeros and write nothing) */
     const dim3 grid((unsigned)(cdiv(cdiv(No, C::NT), CN) * CN), (unsigned)(cdiv(cdiv(B, C::BM), CM) * CM));
     auto launch = [&](auto kern, int smem) -> fc_status {
         FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -674,14 +706,17 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         attr[1].val.programmaticStreamSerializationAllowed = 1;
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = grid, cfg.blockDim = dim3(kSplitThreads), cfg.dynamicSmemBytes = (size_t)smem;
-        cfg.stream = st, cfg.attrs = attr, cfg.numAttrs = bulk && fwd_pdl() ? 2 : 1;
-        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, bulk ? (const E *)wt : (const E *)nullptr, gm, om,
-                                         ep, (int)B, (int)Ni, (int)No));
+        cfg.stream = st, cfg.attrs = attr, cfg.numAttrs = prep && fwd_pdl() ? 2 : 1;
+        FC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, xm, ym, wm, bulk && !wmn ? (const E *)wt : (const E *)nullptr, gm,
+                                         om, ep, (int)B, (int)Ni, (int)No));
         return FC_OK;
     };
     auto pick = [&](auto gate) -> fc_status {
         constexpr bool GT = decltype(gate)::value;
         constexpr int smem = tma_smem_bytes<ID, MODE, GT>();
+        if constexpr (MODE == kBF16)
+            if (wmn)
+                return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, true>, smem);
         if (shape == 2)
             return launch(fwd_tma_kernel<ID, MODE, 2, 1, GT, Tout>, smem);
         if (shape == 3)

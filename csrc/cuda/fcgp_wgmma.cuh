@@ -198,12 +198,23 @@ __device__ __forceinline__ void form_pair(uint32_t (&a)[4], const Frags<AlgebraT
  * groups SBO apart (cp.async ring: each path's two chunks together); SW32: rows of 32 bytes in
  * the copy engine's 32-byte swizzle (TMA kernel), adjacent (SBO 256), LBO unused. */
 template <int PATH, int LBO_, int SBO_, bool SW32 = false> struct WLayout {
-    static constexpr int path = PATH, lbo = LBO_, sbo = SBO_;
+    static constexpr int path = PATH, lbo = LBO_, sbo = SBO_, tb = 0;
     static_assert(!SW32 || SBO_ == 256, "swizzled rows are adjacent");
     static __device__ __forceinline__ uint64_t desc(uint32_t addr)
     {
         return SW32 ? wg::desc_kmajor_swz<32>(addr) : wg::desc_kmajor(addr, LBO_, SBO_);
     }
+};
+
+/* W as stored, MN-major (the bf16 forward's WMN): a stage's W holds, for each 64-column atom a
+ * of the tile and each K group kg of the step (its 8 B rows), every path's 8 rows x 128 bytes
+ * (one 1024-byte swizzle atom) at ((2 a + kg) P + p) 1024, in the 128-byte swizzle; the wgmma
+ * reads it transposed (MmaRS's TB). B row L of a step is W row phys_col(L), the permuted K order
+ * the x fragments are loaded in: wmn_map's boxes bring rows {0, 1, 4, 5, 8, 9, 12, 13} of the
+ * step as K group 0 and {2, 3, 6, 7, ...} as K group 1. */
+template <int P> struct WLayoutMN {
+    static constexpr int path = 1024, tb = 1;
+    static __device__ __forceinline__ uint64_t desc(uint32_t addr) { return wg::desc_mn_sw128(addr, 2 * P * 1024, P * 1024); }
 };
 
 /* One warpgroup's step: for each of its components, form the A fragments of all its
@@ -222,8 +233,8 @@ __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg
         wg::fence();
         static_for<nq>([&](auto u) {
             constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
-            wg::MmaRS<MODE, C::NT>::run(acc[decltype(jj)::value], a[decltype(u)::value],
-                                        WL::desc(w_smem + p * WL::path), 1);
+            wg::MmaRS<MODE, C::NT, WL::tb>::run(acc[decltype(jj)::value], a[decltype(u)::value],
+                                                WL::desc(w_smem + p * WL::path), 1);
         });
         /* A registers are reused by the next component: at most one component's wgmmas in
          * flight (the other warpgroup keeps the tensor cores busy meanwhile) */
@@ -702,7 +713,10 @@ constexpr int kSplitThreads = 384, kConsumerThreads = 256, kProducerRegs = 24, k
 static_assert(kSplitThreads == kConsumerThreads + 128, "two consumer warpgroups and the producer's");
 static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * 168, "the launch's 65536 registers / 384 threads");
 
-template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true>
+/* WMN (bf16): W as stored, through wmap (wmn_map of fcgp_sm90a.cu: boxes of 64 columns x a K
+ * group's 8 permuted rows x P / 2 paths, SWIZZLE_128B; WLayoutMN), read MN-major by the wgmmas:
+ * no W^T to prepare. */
+template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true, bool WMN = false>
 __global__ void __launch_bounds__(kSplitThreads, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, const Elem<MODE> *__restrict__ wst,
@@ -717,7 +731,9 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     constexpr int PH = P / 2, WHALF = PH * C::NT * 32;
     static_assert(P % 2 == 0 && (C::NT * 32) % 256 == 0, "W^T halves and swizzle tiles aligned");
     static_assert(C::XB % 256 == 0, "W^T tiles start on a swizzle pattern's boundary");
-    using WT = WLayout<C::NT * 32, 0, 256, true>;
+    static_assert(!WMN || (MODE == kBF16 && C::NT % 64 == 0 && C::XB % 1024 == 0 && CN == 1),
+                  "W as stored: bf16, whole 64-column atoms on 1024-byte boundaries, x and y not multicast");
+    using WT = std::conditional_t<WMN, WLayoutMN<P>, WLayout<C::NT * 32, 0, 256, true>>;
     static_assert(CN <= 2 && CM <= 2, "one CTA a tile half");
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -770,7 +786,21 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
             else if (cx == 0)
                 tma::load_3d_multicast(buf + GOFF, &gmap, k0, m0, 0, bar, row_mask);
         }
-        if (wcb) { /* stage order: contiguous halves */
+        if constexpr (WMN) { /* W as stored: atom a, K group kg of half h at ((2 a + kg) P + h PH) 1024 */
+#pragma unroll
+            for (int a = 0; a < C::NT / 64; ++a)
+#pragma unroll
+                for (int kg = 0; kg < 2; ++kg) {
+                    unsigned char *wa = buf + 2 * C::XB + (2 * a + kg) * P * 1024;
+                    if constexpr (CM == 1 || !MC) {
+                        tma::load_5d(wa, &wmap, n0 + 64 * a, 0, kg, k0 / 4, 0, bar);
+                        tma::load_5d(wa + PH * 1024, &wmap, n0 + 64 * a, 0, kg, k0 / 4, PH, bar);
+                    } else {
+                        tma::load_5d_multicast(wa + cy * PH * 1024, &wmap, n0 + 64 * a, 0, kg, k0 / 4, cy * PH, bar,
+                                               col_mask);
+                    }
+                }
+        } else if (wcb) { /* stage order: contiguous halves */
             const unsigned char *wsrc = wcb + (size_t)s * C::WB;
             if constexpr (CM == 1 || !MC) {
                 tma::bulk_load(buf + 2 * C::XB, wsrc, WHALF, bar);

@@ -188,6 +188,32 @@ __device__ __forceinline__ void load_4d(void *dst, const CUtensorMap *map, int c
 #endif
 }
 
+/* The same for a 5-D tensor map, and with multicast as load_3d_multicast. */
+__device__ __forceinline__ void load_5d(void *dst, const CUtensorMap *map, int c0, int c1, int c2, int c3, int c4,
+                                        uint64_t *bar)
+{
+#if FC_HAVE_TMA
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+                 "%5, %6}], [%7];\n" ::"r"(smem_u32(dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem_u32(bar))
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+__device__ __forceinline__ void load_5d_multicast(void *dst, const CUtensorMap *map, int c0, int c1, int c2, int c3,
+                                                  int c4, uint64_t *bar, uint16_t mask)
+{
+#if FC_HAVE_TMA
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                 "[%0], [%1, {%2, %3, %4, %5, %6}], [%7], %8;\n" ::"r"(smem_u32(dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem_u32(bar)), "h"(mask)
+                 : "memory");
+#else
+    __trap();
+#endif
+}
+
 /* A 3-D box from shared memory (src: the box's smem image, laid out as the map's swizzle says)
  * to global memory through map at (c0, c1, c2), in this thread's bulk group; parts of the box
  * past the tensor's ends are not written. The writes into src must be visible to the async proxy
@@ -284,18 +310,26 @@ inline CUresult encode_3d(CUtensorMap *m, const void *base, CUtensorMapDataType 
     return encode(m, ty, 3, const_cast<void *>(base), dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
-/* Host: a 4-D map, dims[0] contiguous and dims[i] strides[i - 1] bytes apart, boxes of box[],
- * no swizzle, zeros past its end. */
-inline CUresult encode_4d(CUtensorMap *m, const void *base, CUtensorMapDataType ty, const uint64_t (&dims)[4],
-                          const uint64_t (&strides)[3], const uint32_t (&box)[4])
+/* Host: an N-D map (N = 4 or 5), dims[0] contiguous and dims[i] strides[i - 1] bytes apart,
+ * boxes of box[], in `swizzle`, zeros past its end. */
+template <int N>
+inline CUresult encode_nd(CUtensorMap *m, const void *base, CUtensorMapDataType ty, const uint64_t (&dims)[N],
+                          const uint64_t (&strides)[N - 1], const uint32_t (&box)[N],
+                          CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE)
 {
+    static_assert(N >= 2 && N <= 5, "the copy engine's ranks");
     const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     if (!encode)
         return CUDA_ERROR_NOT_FOUND;
-    const cuuint64_t d[4] = {dims[0], dims[1], dims[2], dims[3]}, st[3] = {strides[0], strides[1], strides[2]};
-    const cuuint32_t b[4] = {box[0], box[1], box[2], box[3]}, elem[4] = {1, 1, 1, 1};
-    return encode(m, ty, 4, const_cast<void *>(base), d, st, b, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    cuuint64_t d[N], st[N - 1];
+    cuuint32_t b[N], elem[N];
+    for (int i = 0; i < N; ++i) {
+        d[i] = dims[i], b[i] = box[i], elem[i] = 1;
+        if (i < N - 1)
+            st[i] = strides[i];
+    }
+    return encode(m, ty, N, const_cast<void *>(base), d, st, b, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 } // namespace tma

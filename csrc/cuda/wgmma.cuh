@@ -53,6 +53,15 @@ template <int RB> __device__ __forceinline__ uint64_t desc_kmajor_swz(uint32_t a
     return desc_kmajor(addr, 16, 8 * RB) | layout << 62;
 }
 
+/* Descriptor of an MN-major 16-bit B operand in the copy engine's 128-byte swizzle (layout type 1;
+ * CU_TENSOR_MAP_SWIZZLE_128B): 8 K rows of 64 values (128 bytes) a 1024-byte swizzle atom, the
+ * K groups of 8 rows sbo bytes apart and the atoms of 64 N columns lbo bytes apart (the roles
+ * CUTLASS's make_gmma_desc<Major::MN> gives SW128). The tile starts on a 1024-byte boundary. */
+__device__ __forceinline__ uint64_t desc_mn_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return desc_kmajor(addr, lbo, sbo) | (uint64_t)1 << 62;
+}
+
 /* Orders this thread's earlier register writes (A fragments, accumulators) before the
  * wgmma that reads them; every warp of the warpgroup executes it. */
 __device__ __forceinline__ void fence()
@@ -179,11 +188,12 @@ template <int N> __device__ __forceinline__ void fence_operands(uint32_t (&r)[N]
 #define FC_WG_C256(d) FC_WG_C128(d), FC_WG_C8(d, 64), FC_WG_C8(d, 72), FC_WG_C8(d, 80), FC_WG_C8(d, 88), FC_WG_C8(d, 96), \
     FC_WG_C8(d, 104), FC_WG_C8(d, 112), FC_WG_C8(d, 120)
 
-/* d (+)= A * B: MmaRS<MODE, N>::run(d, a, desc_b, scale_d); scale_d = 0 ignores d's old value. */
-template <int MODE, int N> struct MmaRS;
+/* d (+)= A * B: MmaRS<MODE, N>::run(d, a, desc_b, scale_d); scale_d = 0 ignores d's old value.
+ * TB = 1 (16-bit types): B MN-major (imm-trans-b = 1, desc_mn_sw128). */
+template <int MODE, int N, int TB = 0> struct MmaRS;
 #if FC_HAVE_WGMMA
-#define FC_WG_RS(MODE, N, K, TY, TAIL)                                                                   \
-    template <> struct MmaRS<MODE, N> {                                                                  \
+#define FC_WG_RS(MODE, N, K, TY, TB, TAIL)                                                               \
+    template <> struct MmaRS<MODE, N, TB> {                                                              \
         static __device__ __forceinline__ void run(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b, \
                                                    int scale_d)                                          \
         {                                                                                                \
@@ -195,32 +205,35 @@ template <int MODE, int N> struct MmaRS;
         }                                                                                                \
     };
 #else
-#define FC_WG_RS(MODE, N, K, TY, TAIL)                                                                   \
-    template <> struct MmaRS<MODE, N> {                                                                  \
+#define FC_WG_RS(MODE, N, K, TY, TB, TAIL)                                                               \
+    template <> struct MmaRS<MODE, N, TB> {                                                              \
         static __device__ __forceinline__ void run(float (&)[N / 2], const uint32_t (&)[4], uint64_t, int) \
         {                                                                                                \
             __trap();                                                                                    \
         }                                                                                                \
     };
 #endif
-/* tf32 takes no transpose flag; the 16-bit forms take imm-trans-b = 0 (B K-major) */
-FC_WG_RS(kTF32, 48, 8, "tf32", "")
-FC_WG_RS(kBF16, 48, 16, "bf16", ", 0")
-FC_WG_RS(kTF32, 96, 8, "tf32", "")
-FC_WG_RS(kBF16, 96, 16, "bf16", ", 0")
-FC_WG_RS(kTF32, 192, 8, "tf32", "")
-FC_WG_RS(kBF16, 192, 16, "bf16", ", 0")
-FC_WG_RS(kTF32, 32, 8, "tf32", "")
-FC_WG_RS(kTF32, 64, 8, "tf32", "")
-FC_WG_RS(kTF32, 128, 8, "tf32", "")
-FC_WG_RS(kBF16, 32, 16, "bf16", ", 0")
-FC_WG_RS(kBF16, 64, 16, "bf16", ", 0")
-FC_WG_RS(kBF16, 128, 16, "bf16", ", 0")
-FC_WG_RS(kF16, 32, 16, "f16", ", 0")
-FC_WG_RS(kF16, 64, 16, "f16", ", 0")
-FC_WG_RS(kF16, 128, 16, "f16", ", 0")
-FC_WG_RS(kTF32, 256, 8, "tf32", "")
-FC_WG_RS(kBF16, 256, 16, "bf16", ", 0")
+/* tf32 takes no transpose flag; the 16-bit forms take imm-trans-b = 0 (B K-major), or 1 (B
+ * MN-major: the bf16 forward reading W as stored, fwd_tma_kernel's WMN) */
+FC_WG_RS(kTF32, 48, 8, "tf32", 0, "")
+FC_WG_RS(kBF16, 48, 16, "bf16", 0, ", 0")
+FC_WG_RS(kTF32, 96, 8, "tf32", 0, "")
+FC_WG_RS(kBF16, 96, 16, "bf16", 0, ", 0")
+FC_WG_RS(kTF32, 192, 8, "tf32", 0, "")
+FC_WG_RS(kBF16, 192, 16, "bf16", 0, ", 0")
+FC_WG_RS(kTF32, 32, 8, "tf32", 0, "")
+FC_WG_RS(kTF32, 64, 8, "tf32", 0, "")
+FC_WG_RS(kTF32, 128, 8, "tf32", 0, "")
+FC_WG_RS(kBF16, 32, 16, "bf16", 0, ", 0")
+FC_WG_RS(kBF16, 64, 16, "bf16", 0, ", 0")
+FC_WG_RS(kBF16, 128, 16, "bf16", 0, ", 0")
+FC_WG_RS(kF16, 32, 16, "f16", 0, ", 0")
+FC_WG_RS(kF16, 64, 16, "f16", 0, ", 0")
+FC_WG_RS(kF16, 128, 16, "f16", 0, ", 0")
+FC_WG_RS(kTF32, 256, 8, "tf32", 0, "")
+FC_WG_RS(kBF16, 256, 16, "bf16", 0, ", 0")
+FC_WG_RS(kBF16, 64, 16, "bf16", 1, ", 1")
+FC_WG_RS(kBF16, 128, 16, "bf16", 1, ", 1")
 #undef FC_WG_RS
 
 } // namespace wg
