@@ -177,8 +177,9 @@ def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
 # How the forward brings W^T (_C._fcgp_sm90_fwd_wbulk: in stage order by bulk copies, the default, or
 # as boxes of W^T) and its cluster shape (_C._fcgp_sm90_fwd_cluster: 1 x 1, the default with the bulk
 # copies; 2 x 1 sharing x, y; 1 x 2 sharing W^T) move the same bytes into the same shared-memory image,
-# and the bf16 default in one CTA reads W as stored, MN-major, where N_out is a multiple of 8 (200, 136
-# and 104 below; FLASHCLIFFORD_FCGP_FWD_WMN), the same products in the same K order; so every
+# and the bf16 default in one CTA reads W as stored, MN-major, at Cl(2,0) where N_out is a multiple of 8
+# (200, 136 and 104 below; at Cl(3,0) too under FLASHCLIFFORD_FCGP_FWD_WMN=1), the same products in the
+# same K order; so every
 # combination must give the default's output and norms bit for bit: with and without the
 # norm, on shapes with column and row tails, an odd column-block count (a tile past N_out under 2 x 1,
 # which reads the last column block's W^T), an odd row-block count (a row tile past B under 1 x 2), one

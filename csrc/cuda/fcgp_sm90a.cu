@@ -152,10 +152,13 @@ namespace {
 std::atomic<int> g_fwd_wmn{-1}; /* FLASHCLIFFORD_FCGP_FWD_WMN: 0, 1 or 2 (fwd_w_mn) */
 }
 /* Where the bf16 forward in one CTA reads W as stored (MN-major wgmma B operands, no W^T to
- * prepare) instead of W^T in stage order as tf32 does: 0 nowhere, 1 at every tile width (the
- * default), 2 at tiles of 128 columns or more (Cl(2,0)); FLASHCLIFFORD_FCGP_FWD_WMN at start-up
- * (A/Bs; the layout test compares it with the boxes of W^T bit for bit). */
-int fwd_w_mn() { return env_choice(g_fwd_wmn, "FLASHCLIFFORD_FCGP_FWD_WMN", 0, 2, 1); }
+ * prepare) instead of W^T in stage order as tf32 does: 0 nowhere, 1 at every tile width, 2 at
+ * tiles of 128 columns or more (Cl(2,0)), the default. H100, B 4096, N 512 (NOTES_FCGP.md session
+ * 35): at Cl(2,0) the kernel 76.4 -> 74.4-75.2 us and fwd_prep 9.4 -> 7.2 (the gate product
+ * alone), the forward 86.7 -> 85.3-86.0; at Cl(3,0) (64-column tiles) the kernel 220.4 ->
+ * 232.4-233.6, the forward 244.4 -> 249.0-250.6. FLASHCLIFFORD_FCGP_FWD_WMN at start-up (A/Bs;
+ * the layout test compares it with the boxes of W^T bit for bit under the setting it runs in). */
+int fwd_w_mn() { return env_choice(g_fwd_wmn, "FLASHCLIFFORD_FCGP_FWD_WMN", 0, 2, 2); }
 void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shape : 0); }
 
 namespace {

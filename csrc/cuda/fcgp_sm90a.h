@@ -70,7 +70,7 @@ bool fwd_w_bulk();
 void set_fwd_w_bulk(bool on);
 /* Where the bf16 forward in one CTA reads W as stored, MN-major, with no W^T to prepare (with W^T
  * in stage order, N_out a multiple of 8 and W 16-byte aligned): 0 nowhere, 1 everywhere, 2 at
- * tiles of 128 columns or more (FLASHCLIFFORD_FCGP_FWD_WMN; default 1). */
+ * tiles of 128 columns or more, the default (FLASHCLIFFORD_FCGP_FWD_WMN). */
 int fwd_w_mn();
 int fwd_cluster_setting();
 void set_fwd_cluster(int shape);

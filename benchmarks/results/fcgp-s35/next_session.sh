@@ -11,8 +11,10 @@
 #   F (cold; what ran instead of the F first planned, G's gate having measured far slower): main
 #      with the bf16 forward reading W as stored (wmn.patch merged, prep's gate kept): build; the
 #      bf16 cells under FLASHCLIFFORD_FCGP_FWD_WMN=1, 0, 2, 1 (fcgp_ab.sh);
-#      the issue-4 bench under the setting the parts favour (wmn_pick.py); where the Cl(3,0) bf16
-#      forwards' local-memory accesses lie; the forward's tests of test_gpu_fcgp_sm90.py
+#      the issue-4 bench under the setting the parts favour (wmn_pick.py: its pattern missed the
+#      parts lines in the call, so the bench ran under 1; fixed since); where the Cl(3,0) bf16
+#      forwards' local-memory accesses lie (printed nothing in 30 s); the forward's tests of
+#      test_gpu_fcgp_sm90.py
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}

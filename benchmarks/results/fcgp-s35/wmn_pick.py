@@ -1,7 +1,8 @@
 """Which FLASHCLIFFORD_FCGP_FWD_WMN setting call F's bench runs under, from fcgp_ab.sh's parts files
 in the folder given: the forward op times of the bf16 cells under WMN=1 (two runs), 0 and 2. Prints
-1 if reading W as stored is no slower at Cl(3,0) (then it is also taken at Cl(2,0)), else 2 if it
-is faster at Cl(2,0), else 0."""
+1 if reading W as stored is no slower in either cell, else 2 if it is faster at Cl(2,0), else 0.
+In call F its pattern lacked the parts lines' "4096x512" and runs of spaces, so every time read as
+missing and it printed 1 (fixed since: on callF/'s files it prints 2)."""
 
 import re
 import sys
@@ -12,7 +13,7 @@ def forwards(path):
     """{algebra: forward op us} of one parts file."""
     out = {}
     for line in Path(path).read_text().splitlines():
-        m = re.match(r"(Cl\(\d,0\)) bfloat16 forward ([\d.]+) us", line)
+        m = re.match(r"(Cl\(\d,0\)) bfloat16\s+(?:\d+x\d+\s+)?forward\s+([\d.]+) us", line)
         if m:
             out[m.group(1)] = float(m.group(2))
     return out
