@@ -15,6 +15,11 @@
 #      parts lines in the call, so the bench ran under 1; fixed since); where the Cl(3,0) bf16
 #      forwards' local-memory accesses lie (printed nothing in 30 s); the forward's tests of
 #      test_gpu_fcgp_sm90.py
+# Session 36 (prepared in session 35, not run):
+#   U (cold): main's build, the SASS check with time to finish, then Nsight Compute's stall samples
+#      a source line of gz at Cl(3,0) bf16 (what binds it, two byte cuts having lost)
+#   C (cold): main's build, racecheck over the eight cases and memcheck --hopper (the forward
+#      reading W as stored has had neither), test_gpu_fcgp.py and test_gpu_streams.py
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}
@@ -50,6 +55,19 @@ F)
         "$T::test_gate_off" "$T::test_deterministic_run_to_run" "$T::test_norm_in_the_epilogue_is_the_finalize_pass" \
         "$T::test_weight_layouts_and_clusters_agree" "$T::test_unaligned_rows_fall_back" 2>&1 | tail -n 4
     ;;
+U)
+    STAGES=build timeout 330 bash tests/gpu_check.sh | tail -n 2
+    STAGES=sass timeout 110 bash tests/gpu_check.sh | tail -n 14
+    NCU_CELLS=3,bfloat16,4096,512 NCU_KERNELS="gz_tma_kernel" STAGES=ncu_src_fcgp \
+        timeout 150 bash tests/gpu_check.sh | tail -n 70
+    ;;
+C)
+    STAGES=build timeout 330 bash tests/gpu_check.sh | tail -n 2
+    LOOPS=0 CASE_S=25 timeout 130 bash benchmarks/fcgp_hang_check.sh | tail -n 9
+    SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 40 bash tests/gpu_check.sh | tail -n 3
+    timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp.py tests/test_gpu_streams.py 2>&1 |
+        tail -n 4
+    ;;
 *)
-    echo "usage: $0 G|F"; exit 2 ;;
+    echo "usage: $0 G|F|U|C"; exit 2 ;;
 esac
