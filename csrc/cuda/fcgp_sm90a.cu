@@ -148,6 +148,7 @@ std::atomic<int> g_fwd_cl{-1};    /* FLASHCLIFFORD_FCGP_FWD_CLUSTER: 1 (1 x 1), 
 bool fwd_w_bulk() { return switch_state(g_fwd_wbulk, "FLASHCLIFFORD_FCGP_FWD_WBULK", 1); }
 void set_fwd_w_bulk(bool on) { g_fwd_wbulk.store(on ? 1 : 0); }
 int fwd_cluster_setting() { return env_choice(g_fwd_cl, "FLASHCLIFFORD_FCGP_FWD_CLUSTER", 1, 3, 0); }
+void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shape : 0); }
 namespace {
 std::atomic<int> g_fwd_wmn{-1}; /* FLASHCLIFFORD_FCGP_FWD_WMN: 0, 1 or 2 (fwd_w_mn) */
 }
@@ -159,7 +160,6 @@ std::atomic<int> g_fwd_wmn{-1}; /* FLASHCLIFFORD_FCGP_FWD_WMN: 0, 1 or 2 (fwd_w_
  * 232.4-233.6, the forward 244.4 -> 249.0-250.6. FLASHCLIFFORD_FCGP_FWD_WMN at start-up (A/Bs;
  * the layout test compares it with the boxes of W^T bit for bit under the setting it runs in). */
 int fwd_w_mn() { return env_choice(g_fwd_wmn, "FLASHCLIFFORD_FCGP_FWD_WMN", 0, 2, 2); }
-void set_fwd_cluster(int shape) { g_fwd_cl.store(shape >= 1 && shape <= 3 ? shape : 0); }
 
 namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
