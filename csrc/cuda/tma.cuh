@@ -310,7 +310,7 @@ inline CUresult encode_3d(CUtensorMap *m, const void *base, CUtensorMapDataType 
     return encode(m, ty, 3, const_cast<void *>(base), dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
-/* Host: an N-D map (N = 4 or 5), dims[0] contiguous and dims[i] strides[i - 1] bytes apart,
+/* Host: an N-D map (N = 2 to 5), dims[0] contiguous and dims[i] strides[i - 1] bytes apart,
  * boxes of box[], in `swizzle`, zeros past its end. */
 template <int N>
 inline CUresult encode_nd(CUtensorMap *m, const void *base, CUtensorMapDataType ty, const uint64_t (&dims)[N],
