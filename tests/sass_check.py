@@ -31,23 +31,21 @@ GEMM = re.compile(r"fc::fcgp::(?:sm90::)?((?:fwd|gz|gw)_tma_kernel|fwd_kernel|gz
                   r"<(\d+), ([^,>]+)(?:, (\d+))?")
 
 
-def sass_by_kernel(so, sequences=False):
-    """{(kernel, arch): Counter of opcodes}, or with sequences the opcodes in program order."""
+def sass_by_kernel(so):
+    """{(kernel, arch): its opcodes in program order}."""
     text = subprocess.run(["cuobjdump", "-sass", so], capture_output=True, text=True, check=True).stdout
-    counts, name, arch = {}, None, None
+    ops, name, arch = {}, None, None
     for line in text.splitlines():
         if line.strip().startswith("code for sm_"):
             arch = line.split()[-1]
         elif "Function :" in line:
             name = line.split("Function :", 1)[1].strip()
-            counts[(name, arch)] = [] if sequences else collections.Counter()
+            ops[(name, arch)] = []
         elif name is not None:
             m = re.search(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
-            if m and sequences:
-                counts[(name, arch)].append(m.group(1))
-            elif m:
-                counts[(name, arch)][m.group(1)] += 1
-    return counts
+            if m:
+                ops[(name, arch)].append(m.group(1))
+    return ops
 
 
 def demangle(names):
@@ -102,11 +100,11 @@ def main(argv):
     if so is None:
         print("sass_check: no built extension (flashclifford/_C*.so)")
         return 2
+    seqs = sass_by_kernel(so)
+    names = demangle([n for n, _ in seqs])
     if sites is not None:
-        seqs = sass_by_kernel(so, sequences=True)
-        return print_sites(seqs, demangle([n for n, _ in seqs]), sites)
-    counts = sass_by_kernel(so)
-    names = demangle([n for n, _ in counts])
+        return print_sites(seqs, names, sites)
+    counts = {k: collections.Counter(ops) for k, ops in seqs.items()}
     if mix is not None:
         return print_mix(counts, names, mix)
     bad, notes, rows = [], [], []

@@ -41,15 +41,6 @@ constexpr int BOX_FLOATS = 16 * 32; /* 16 rows of 128 bytes */
 /* The batch row (within its 16-row block) that shared row S holds in the permuted box. */
 __host__ __device__ constexpr int permuted_row(int S) { return 2 * (S & 1) + 8 * ((S >> 1) & 1) + ((S >> 2) & 1) + 4 * ((S >> 3) & 1); }
 
-__device__ __forceinline__ void load_5d(void *dst, const CUtensorMap *map, int c0, int c1, int c2, int c3, int c4,
-                                        uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
-                 "%5, %6}], [%7];\n" ::"r"(smem_u32(dst)),
-                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem_u32(bar))
-                 : "memory");
-}
-
 /* Every box of x into shared memory (the permuted 5-D map when PERM, else a 3-D box of 16 rows),
  * then shared memory as it lies to out (BOXES x BOX_FLOATS). */
 template <bool PERM>
@@ -65,7 +56,7 @@ __global__ void __launch_bounds__(128) order_kernel(const __grid_constant__ CUte
         for (int i = 0; i < BOXES; ++i) {
             const int c = i / (BLOCKS * HALVES), blk = i / HALVES % BLOCKS, half = i % HALVES;
             if constexpr (PERM)
-                load_5d(smem + i * BOX_FLOATS, &map, 32 * half, 0, 0, 0, (c * B + 16 * blk) / 4, &bar);
+                tma::load_5d(smem + i * BOX_FLOATS, &map, 32 * half, 0, 0, 0, (c * B + 16 * blk) / 4, &bar);
             else
                 tma::load_3d(smem + i * BOX_FLOATS, &map, 32 * half, 16 * blk, c, &bar);
         }
@@ -125,15 +116,10 @@ __global__ void __launch_bounds__(256) cost_kernel(long long *cycles, unsigned *
 
 static CUresult encode_5d(CUtensorMap *m, const float *x)
 {
-    const auto encode = tma::tensor_map_encoder();
-    if (!encode)
-        return CUDA_ERROR_NOT_FOUND;
     const uint64_t row = NI * sizeof(float);
-    const cuuint64_t dims[5] = {NI, 2, 2, 2, (cuuint64_t)D * B / 4}, strides[4] = {2 * row, 8 * row, row, 4 * row};
-    const cuuint32_t box[5] = {32, 2, 2, 2, 2}, elem[5] = {1, 1, 1, 1, 1};
-    return encode(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 5, const_cast<float *>(x), dims, strides, box, elem,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const uint64_t dims[5] = {NI, 2, 2, 2, (uint64_t)D * B / 4}, strides[4] = {2 * row, 8 * row, row, 4 * row};
+    const uint32_t box[5] = {32, 2, 2, 2, 2};
+    return tma::encode_nd<5>(m, x, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 /* Shared memory as loaded against x: mismatching elements (smem row S of box i holds batch row

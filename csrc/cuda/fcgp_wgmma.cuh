@@ -731,8 +731,8 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     constexpr int PH = P / 2, WHALF = PH * C::NT * 32;
     static_assert(P % 2 == 0 && (C::NT * 32) % 256 == 0, "W^T halves and swizzle tiles aligned");
     static_assert(C::XB % 256 == 0, "W^T tiles start on a swizzle pattern's boundary");
-    static_assert(!WMN || (MODE == kBF16 && C::NT % 64 == 0 && C::XB % 1024 == 0 && CN == 1),
-                  "W as stored: bf16, whole 64-column atoms on 1024-byte boundaries, x and y not multicast");
+    static_assert(!WMN || (MODE == kBF16 && C::NT % 64 == 0 && C::XB % 1024 == 0 && CS == 1),
+                  "W as stored: bf16, whole 64-column atoms on 1024-byte boundaries, one CTA");
     using WT = std::conditional_t<WMN, WLayoutMN<P>, WLayout<C::NT * 32, 0, 256, true>>;
     static_assert(CN <= 2 && CM <= 2, "one CTA a tile half");
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -792,13 +792,8 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
 #pragma unroll
                 for (int kg = 0; kg < 2; ++kg) {
                     unsigned char *wa = buf + 2 * C::XB + (2 * a + kg) * P * 1024;
-                    if constexpr (CM == 1 || !MC) {
-                        tma::load_5d(wa, &wmap, n0 + 64 * a, 0, kg, k0 / 4, 0, bar);
-                        tma::load_5d(wa + PH * 1024, &wmap, n0 + 64 * a, 0, kg, k0 / 4, PH, bar);
-                    } else {
-                        tma::load_5d_multicast(wa + cy * PH * 1024, &wmap, n0 + 64 * a, 0, kg, k0 / 4, cy * PH, bar,
-                                               col_mask);
-                    }
+                    tma::load_5d(wa, &wmap, n0 + 64 * a, 0, kg, k0 / 4, 0, bar);
+                    tma::load_5d(wa + PH * 1024, &wmap, n0 + 64 * a, 0, kg, k0 / 4, PH, bar);
                 }
         } else if (wcb) { /* stage order: contiguous halves */
             const unsigned char *wsrc = wcb + (size_t)s * C::WB;
