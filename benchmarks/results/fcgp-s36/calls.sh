@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Session 36's device calls (`kind: nvidia-h100-x1`, carry [".nvcc_cache.tgz"] from
+# benchmarks/nvcc_cache_fill.sh; logs to $OUT, the key lines to stdout since only 8 files come back;
+# each stage after the build runs only while the call's 570 s leave it room):
+#   A: the build (from the carried objects where nvcc's version matches), the forward with the
+#      gate formed by its consumers (FLASHCLIFFORD_FCGP_FWD_GATE_IN=2, tf32 and bf16) against g
+#      read from fwd_prep (0), twice each, the four issue-4 cells; test_gpu_fcgp_sm90.py; the SASS
+#      check; memcheck --hopper
+#   B: the build; racecheck over fcgp_hang_check's eight cases; test_gpu_fcgp.py and
+#      test_gpu_streams.py; the issue-4 bench; gz's stall samples a source line at Cl(3,0) bf16
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+R=${OUT:-gpu_check_out}
+mkdir -p "$R"
+export OUT="$R"
+END=$((SECONDS + ${CALL_S:-570}))
+room() { [ $((END - SECONDS)) -ge "$1" ] || { echo "skipped (${2}): $((END - SECONDS)) s left, needs $1"; return 1; }; }
+build() {
+    nvcc --version | tail -n 2
+    STAGES=build timeout 330 bash tests/gpu_check.sh | tail -n 3
+    echo "objects from the carried cache: $(grep -c 'unchanged, object from' "$R/build.log")"
+}
+case "${1:-}" in
+A)
+    build
+    room 120 parts && CELLS="3,float32,4096,512 2,float32,4096,512 3,bfloat16,4096,512 2,bfloat16,4096,512" PARTS_S=45 \
+        SETTINGS="FLASHCLIFFORD_FCGP_FWD_GATE_IN=0;FLASHCLIFFORD_FCGP_FWD_GATE_IN=2;FLASHCLIFFORD_FCGP_FWD_GATE_IN=0 FLASHCLIFFORD_AB_RUN=2;FLASHCLIFFORD_FCGP_FWD_GATE_IN=2 FLASHCLIFFORD_AB_RUN=2" \
+        timeout 190 bash benchmarks/fcgp_ab.sh >"$R/ab.log" 2>&1
+    grep -E "^Cl.*(forward|bmm)|fwd_tma|fwd_prep" "$R"/parts_*.txt | sed -E 's/ +/ /g; s/4096x512 //; s|^.*/parts_||'
+    room 200 "sm90 tests" && timeout 230 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp_sm90.py 2>&1 |
+        tail -n 4
+    room 100 sass && STAGES=sass timeout 110 bash tests/gpu_check.sh | tail -n 8
+    room 45 memcheck && SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 60 bash tests/gpu_check.sh |
+        tail -n 3
+    ;;
+B)
+    build
+    room 130 racecheck && LOOPS=0 CASE_S=25 timeout 140 bash benchmarks/fcgp_hang_check.sh | tail -n 9
+    room 120 tests && timeout 130 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp.py \
+        tests/test_gpu_streams.py 2>&1 | tail -n 4
+    room 90 bench && { STAGES=bench_fcgp timeout 100 bash tests/gpu_check.sh >/dev/null 2>&1; echo "bench rc $?"; }
+    cat "$R"/bench_fcgp*.log 2>/dev/null | tail -n 30
+    room 100 ncu && NCU_CELLS=3,bfloat16,4096,512 NCU_KERNELS="gz_tma_kernel" STAGES=ncu_src_fcgp \
+        timeout $((END - SECONDS - 5)) bash tests/gpu_check.sh | tail -n 60
+    ;;
+*)
+    echo "usage: $0 A|B"; exit 2 ;;
+esac
