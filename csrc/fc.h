@@ -143,10 +143,6 @@ int fc_fcgp_sm90_bwd_go_fused(int mode);
 /* ... and its cluster shape: shape >= 0 sets it (0 by the rule, 1 one CTA, 2 two column tiles,
  * 3 two row tiles); returns the setting (initially FLASHCLIFFORD_FCGP_FWD_CLUSTER, else 0). */
 int fc_fcgp_sm90_fwd_cluster(int shape);
-/* ... and where its consumers form MVGELU's gate product from x_0 and y_0 instead of reading the
- * preparation's (bitwise the same result): where >= 0 sets it (0 nowhere, 1 with bf16 operands, 2
- * with tf32 operands too); returns the setting (initially FLASHCLIFFORD_FCGP_FWD_GATE_IN, else 1). */
-int fc_fcgp_sm90_fwd_gate_in(int where);
 /* The launch shape the CUDA SGP takes for a's algebra, dtype, B and N_in on a->device with
  * aligned inputs (diagnostics and tuning): out = threads a row, rows a block, input stages,
  * mode (0 resident, 1 long with shared weights, 2 long), grid, shared-memory bytes. */

@@ -210,13 +210,6 @@ static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
     (void)module;
     return choice_call(args, "|i:_fcgp_sm90_fwd_cluster", 3, "0 (by the rule), 1, 2 or 3", fc_fcgp_sm90_fwd_cluster);
 }
-/* _fcgp_sm90_fwd_gate_in(where=-1): set it when where >= 0; returns the setting */
-static PyObject *fcgp_sm90_fwd_gate_in(PyObject *module, PyObject *args)
-{
-    (void)module;
-    return choice_call(args, "|i:_fcgp_sm90_fwd_gate_in", 2, "0 (nowhere), 1 (bf16 operands) or 2 (tf32 too)",
-                       fc_fcgp_sm90_fwd_gate_in);
-}
 /* The C API's numeric settings from Python: one optional integer (-1, leave it, when absent),
  * passed to get_set, which sets the setting when the value is >= 0 and returns it. */
 static PyObject *number_call(PyObject *args, const char *format, long long (*get_set)(long long))
@@ -313,12 +306,6 @@ static PyMethodDef module_methods[] = {
      "otherwise), 1 one CTA, 2 two column tiles sharing x and y, 3 two row tiles sharing W^T; bitwise the "
      "same result under each. shape >= 0 sets it; returns the setting. Process-wide; for tests and "
      "measurements."},
-    {"_fcgp_sm90_fwd_gate_in", fcgp_sm90_fwd_gate_in, METH_VARARGS,
-     "_fcgp_sm90_fwd_gate_in(where=-1)\n--\n\n"
-     "Where the Hopper FCGP forward's consumers form MVGELU's gate product Phi(x_0) Phi(y_0) from their own "
-     "fragments instead of reading it from a preparation pass: 0 nowhere, 1 with bf16 operands (the default; "
-     "FLASHCLIFFORD_FCGP_FWD_GATE_IN at start-up otherwise), 2 with tf32 operands too; bitwise the same result "
-     "under each. where >= 0 sets it; returns the setting. Process-wide; for tests and measurements."},
     {"_fcgp_sm90_fwd_norm_wait", fcgp_sm90_fwd_norm_wait, METH_VARARGS,
      "_fcgp_sm90_fwd_norm_wait(us=-1)\n--\n\n"
      "How long (microseconds, at most 10000) a tile of the Hopper FCGP forward waits for the rest of its "

@@ -22,7 +22,6 @@ int fc_fcgp_sm90_bwd_pdl_switch(int on) { (void)on; return 0; }
 int fc_fcgp_sm90_bwd_go_fused(int mode) { (void)mode; return 0; }
 long long fc_fcgp_sm90_bwd_go_rows(long long rows) { (void)rows; return 0; }
 int fc_fcgp_sm90_fwd_cluster(int shape) { (void)shape; return 0; }
-int fc_fcgp_sm90_fwd_gate_in(int where) { (void)where; return 0; }
 
 int fc_cuda_compiled(void) { return 0; }
 int fc_cuda_device_count(void) { return 0; }

@@ -165,8 +165,7 @@ def run(quick, hopper_only=False):
         # forward, N_in 64 takes the copy engine), normalize on and off, with and without the gate
         # (and the Hopper backward kernels, their own switch, with the forward on); last, the
         # forward's norm with a zero wait, so that every tile but a row block's last leaves its
-        # o to that one to scale (the epilogue's fix-up); the gate's other place in each operand
-        # mode (_fcgp_sm90_fwd_gate_in); then the backward with the norm's
+        # o to that one to scale (the epilogue's fix-up); then the backward with the norm's
         # statistics and go^T in one pass in every cell, then as two passes in the smallest slices
         before, before_gw = fc._C._fcgp_sm90(), fc._C._fcgp_sm90_bwd()
         before_go, before_fused = fc._C._fcgp_sm90_bwd_go_rows(), fc._C._fcgp_sm90_bwd_go_fused()
@@ -181,14 +180,6 @@ def run(quick, hopper_only=False):
         fc._C._fcgp_sm90_fwd_norm_wait(0)
         n_switch += run_fcgp(hopper_algs, hopper_modes, False, FCGP_SHAPES)
         fc._C._fcgp_sm90_fwd_norm_wait(before_wait)
-        # the gate product formed by the forward's consumers with tf32 operands (by default bf16
-        # alone), and read from fwd_prep's g with bf16 operands (by default tf32 alone)
-        before_gin = fc._C._fcgp_sm90_fwd_gate_in()
-        fc._C._fcgp_sm90_fwd_gate_in(2)
-        n_switch += run_fcgp(hopper_algs, ["tf32"], False, FCGP_SHAPES)
-        fc._C._fcgp_sm90_fwd_gate_in(0)
-        n_switch += run_fcgp(hopper_algs, ["bfloat16"], False, FCGP_SHAPES)
-        fc._C._fcgp_sm90_fwd_gate_in(before_gin)
         fc._C._fcgp_sm90_bwd(True)
         fc._C._fcgp_sm90_bwd_go_fused(1)
         n_switch += run_fcgp(hopper_algs, hopper_modes, False, FCGP_GO_SLICE_SHAPES)

@@ -233,33 +233,6 @@ def test_weight_layouts_and_clusters_agree(sm90_on, alg, mode, normalize):
         assert_mode(np64(want[0]), reference.fcgp_np(*args, alg, normalize), mode, "out", sens)
 
 
-# MVGELU's gate product formed by the forward's consumers from their fragments of x_0 and y_0
-# (_C._fcgp_sm90_fwd_gate_in: 1, the default, with bf16 operands; 2 with tf32 too) instead of read from
-# fwd_prep's g: the same gate function on the same values, so the same bits as g read from memory, under
-# every weight layout and cluster shape (the shapes' tails give rows and K columns past the inputs, which
-# the copy engine fills with zeros: their gates multiply zeros)
-@pytest.mark.parametrize("normalize", [True, False], ids=["norm", "plain"])
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("alg", ALGS)
-def test_gate_formed_in_the_kernel(sm90_on, alg, mode, normalize):
-    dtype, precision = FCGP_MODES[mode][:2]
-    before = fc._C._fcgp_sm90_fwd_gate_in()
-    try:
-        for b, n_in, n_out in LAYOUT_SHAPES:
-            x, y, w, _ = make_fcgp(alg, (b,), n_in, n_out, dtype, seed_for(f"sm90-gate-in/{alg.name}/{b}") % 997)
-            fc._C._fcgp_sm90_fwd_gate_in(0)
-            want = _forward_layout(True, 1, alg, x, y, w, precision, normalize)
-            assert not torch.isnan(want[0]).any()
-            fc._C._fcgp_sm90_fwd_gate_in(2)
-            for wbulk, cluster in ((True, 1), (False, 2), (False, 3)):
-                got = _forward_layout(wbulk, cluster, alg, x, y, w, precision, normalize)
-                assert torch.equal(got[0], want[0]), (b, n_in, n_out, wbulk, cluster, "out")
-                if normalize:
-                    assert torch.equal(got[1], want[1]), (b, n_in, n_out, wbulk, cluster, "norms")
-    finally:
-        fc._C._fcgp_sm90_fwd_gate_in(before)
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_unaligned_rows_fall_back(sm90_on, mode):
     # N_in = 36: tf32 rows of 144 bytes (copy engine), bf16 rows of 72 (mma.sync); both correct

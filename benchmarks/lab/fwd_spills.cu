@@ -19,9 +19,4 @@ void *fwd_spills_kernels[] = {
     /* bf16 reading W as stored (WMN) */
     (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, true>,
     (void *)sm90::fwd_tma_kernel<1, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, true>,
-    /* the gate formed by the consumers (GIN): bf16 by default (Cl(2,0) reading W as stored), tf32 */
-    (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, true, true>,
-    (void *)sm90::fwd_tma_kernel<1, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, false, true>,
-    (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kTF32, 1, 1, true, float, true, false, true>,
-    (void *)sm90::fwd_tma_kernel<1, fc::fcgp::kTF32, 1, 1, true, float, true, false, true>,
 };

@@ -160,15 +160,6 @@ std::atomic<int> g_fwd_wmn{-1}; /* FLASHCLIFFORD_FCGP_FWD_WMN: 0, 1 or 2 (fwd_w_
  * 232.4-233.6, the forward 244.4 -> 249.0-250.6. FLASHCLIFFORD_FCGP_FWD_WMN at start-up (A/Bs;
  * the layout test compares it with the boxes of W^T bit for bit under the setting it runs in). */
 int fwd_w_mn() { return env_choice(g_fwd_wmn, "FLASHCLIFFORD_FCGP_FWD_WMN", 0, 2, 2); }
-namespace {
-std::atomic<int> g_fwd_gin{-1}; /* FLASHCLIFFORD_FCGP_FWD_GATE_IN: 0, 1 or 2 (fwd_gate_in) */
-}
-/* Where the forward's consumers form MVGELU's gate product g from their fragments of x_0 and
- * y_0 (fwd_tma_kernel's GIN) instead of reading fwd_prep's g: 0 nowhere, 1 with bf16 operands
- * (the default), 2 with tf32 operands too. Bitwise the same result. FLASHCLIFFORD_FCGP_FWD_GATE_IN
- * at start-up, or set_fwd_gate_in. */
-int fwd_gate_in() { return env_choice(g_fwd_gin, "FLASHCLIFFORD_FCGP_FWD_GATE_IN", 0, 2, 1); }
-void set_fwd_gate_in(int where) { g_fwd_gin.store(where >= 0 && where <= 2 ? where : 1); }
 
 namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
@@ -656,16 +647,12 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     const int wmn_at = fwd_w_mn();
     const bool wmn = MODE == kBF16 && bulk && shape == 1 && (wmn_at == 1 || (wmn_at == 2 && C::NT >= 128)) &&
                      No % 8 == 0 && (uintptr_t)w % 16 == 0;
-    /* the gate formed by the consumers (GIN) with W^T in stage order or W as stored: no g to prepare */
-    const int gin_at = fwd_gate_in();
-    const bool gin = a->gate && (gin_at == 2 || (gin_at == 1 && MODE == kBF16));
-    const bool gprep = a->gate && !gin;                 /* fwd_prep (or gate_product) writes g */
-    const bool prep = bulk && (!wmn || norm || gprep); /* fwd_prep runs, and the GEMM follows it by PDL */
+    const bool prep = bulk && (!wmn || norm || a->gate); /* fwd_prep runs, and the GEMM follows it by PDL */
     if (prep) { /* W^T in stage order (unless wmn), g and the zeroed flags in one launch */
         const int64_t wblocks = wmn ? 0 : wst_blocks(a, MODE);
-        fwd_prep<MODE, C::NT><<<(unsigned)std::max<int64_t>(wblocks + (gprep ? gblocks : 0), 1), 256, 0, st>>>(
+        fwd_prep<MODE, C::NT><<<(unsigned)std::max<int64_t>(wblocks + (a->gate ? gblocks : 0), 1), 256, 0, st>>>(
             (const E *)w, wt, C::P, (int)Ni, (int)No, (int)(Nip / C::KS), wblocks, (const E *)x, (const E *)y,
-            gprep ? g : nullptr, n, norm ? flags : nullptr, norm ? (int)norm_flags(a) : 0);
+            a->gate ? g : nullptr, n, norm ? flags : nullptr, norm ? (int)norm_flags(a) : 0);
         FC_LAUNCH_CHECK(st);
     } else if (!bulk) {
         if (norm)
@@ -673,7 +660,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         prep_wt<MODE><<<dim3((unsigned)cdiv(Nip, 32), (unsigned)cdiv(No, 32), (unsigned)C::P), 256, 0, st>>>(
             (const E *)w, wt, Ni, No, Nip);
         FC_LAUNCH_CHECK(st);
-        if (gprep) { /* component 0 of x and y is their first B x N_in block */
+        if (a->gate) { /* component 0 of x and y is their first B x N_in block */
             gate_product<E><<<(unsigned)gblocks, 256, 0, st>>>((const E *)x, (const E *)y, g, n);
             FC_LAUNCH_CHECK(st);
         }
@@ -698,7 +685,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                              CU_TENSOR_MAP_SWIZZLE_32B)) != FC_OK) {
         return s;
     }
-    if (!gprep)
+    if (!a->gate)
         gm = xm;
     else if ((s = make_map(&gm, g, ty, sizeof(E), Ni, B, 1, C::KS, C::BM, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) != FC_OK)
         return s;
@@ -727,21 +714,19 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                                          om, ep, (int)B, (int)Ni, (int)No));
         return FC_OK;
     };
-    auto pick = [&](auto gate, auto formed) -> fc_status {
-        constexpr bool GT = decltype(gate)::value, GI = decltype(formed)::value;
-        constexpr int smem = tma_smem_bytes<ID, MODE, GT && !GI>();
+    auto pick = [&](auto gate) -> fc_status {
+        constexpr bool GT = decltype(gate)::value;
+        constexpr int smem = tma_smem_bytes<ID, MODE, GT>();
         if constexpr (MODE == kBF16)
             if (wmn)
-                return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, true, GI>, smem);
+                return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, true>, smem);
         if (shape == 2)
-            return launch(fwd_tma_kernel<ID, MODE, 2, 1, GT, Tout, true, false, GI>, smem);
+            return launch(fwd_tma_kernel<ID, MODE, 2, 1, GT, Tout>, smem);
         if (shape == 3)
-            return launch(fwd_tma_kernel<ID, MODE, 1, 2, GT, Tout, true, false, GI>, smem);
-        return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, false, GI>, smem);
+            return launch(fwd_tma_kernel<ID, MODE, 1, 2, GT, Tout>, smem);
+        return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout>, smem);
     };
-    if (!a->gate)
-        return pick(std::false_type{}, std::false_type{});
-    return gin ? pick(std::true_type{}, std::true_type{}) : pick(std::true_type{}, std::false_type{});
+    return a->gate ? pick(std::true_type{}) : pick(std::false_type{});
 }
 
 } // namespace
@@ -1272,13 +1257,6 @@ long long fc_fcgp_sm90_bwd_go_rows(long long rows)
     if (rows >= 0)
         fc::fcgp::sm90::set_go_rows(rows);
     return fc::fcgp::sm90::go_rows_setting();
-}
-
-int fc_fcgp_sm90_fwd_gate_in(int where)
-{
-    if (where >= 0)
-        fc::fcgp::sm90::set_fwd_gate_in(where);
-    return fc::fcgp::sm90::fwd_gate_in();
 }
 
 int fc_fcgp_sm90_fwd_cluster(int shape)

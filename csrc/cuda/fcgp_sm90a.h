@@ -72,11 +72,6 @@ void set_fwd_w_bulk(bool on);
  * in stage order, N_out a multiple of 8 and W 16-byte aligned): 0 nowhere, 1 everywhere, 2 at
  * tiles of 128 columns or more, the default (FLASHCLIFFORD_FCGP_FWD_WMN). */
 int fwd_w_mn();
-/* Where the forward's consumers form MVGELU's gate product from x_0 and y_0 instead of reading
- * fwd_prep's g: 0 nowhere, 1 with bf16 operands (the default), 2 with tf32 operands too
- * (FLASHCLIFFORD_FCGP_FWD_GATE_IN at start-up); bitwise the same result. */
-int fwd_gate_in();
-void set_fwd_gate_in(int where);
 int fwd_cluster_setting();
 void set_fwd_cluster(int shape);
 

@@ -270,12 +270,11 @@ __device__ __forceinline__ void load_frags(Frags<D> &f, const unsigned char *xs,
  * Phi(x_0) Phi(y_0) (SPEC: xg_i = x_i Phi(x_0), Phi from erf), so z_{j,p} = g sum s x_i y_k
  * with g = Phi(x_0) Phi(y_0). fwd_prep (fcgp_sm90a.cu) or gate_product writes g (B, N_in) in the
  * operand type once a call, the TMA kernel brings its tile beside x and y, and scale_frags
- * multiplies x's fragments by it (y stays raw): half the multiplies in the kernel, and no
- * recomputation of the gates for every column block and warpgroup. Or (GIN) the kernel's
- * consumers form g from their own fragments of x_0 and y_0 (gate_frags), to the same bits: no
- * pass over x_0, y_0 and g before the GEMM, for 16 (bf16) or 8 (tf32) gates a thread and step. */
+ * multiplies x's fragments by it (y stays raw): no erf and half the multiplies in the kernel,
+ * and no 2 x (column blocks) recomputation of the gates. */
 /* g over the 16-byte piece at element i (x's rows, hence n, are whole pieces: the copy engine's
- * stride rule), with the gate of the data type (gate_of: bf16 the short erf, as gate_frags) */
+ * stride rule), with the gate of the data type (gate_of: bf16 the short erf, fp32 erff; session 36:
+ * fwd_prep at Cl(2,0) bf16 7.1 -> 6.3 us, NOTES_FCGP.md) */
 template <class E> __device__ __forceinline__ void gate_piece(const E *x0, const E *y0, E *g, int64_t i)
 {
     constexpr int V = 16 / sizeof(E);
@@ -318,30 +317,6 @@ template <int MODE, int D> __device__ __forceinline__ void scale_frags(uint2 (&v
                 v[c][h].y = hfma2<MODE>(v[c][h].y, g[h].y, 0x80008000u);
             }
         }
-}
-
-/* g at this thread's fragment positions from its raw fragments of x_0 and y_0 (x0[h], y0[h]: the
- * positions of g's tile fragments g[h] in scale_frags), bitwise what gate_piece stores there:
- * fwd_tma_kernel's GIN, which forms g in its consumers instead of reading fwd_prep's tile. */
-template <int MODE> __device__ __forceinline__ void gate_frags(uint2 (&g)[2], const uint2 (&x0)[2], const uint2 (&y0)[2])
-{
-    auto word = [](uint32_t xw, uint32_t yw) -> uint32_t { /* one 32-bit word: 1 fp32 or 2 bf16 values */
-        if constexpr (MODE == kTF32) {
-            return __float_as_uint(gate_of<float>(__uint_as_float(xw)) * gate_of<float>(__uint_as_float(yw)));
-        } else {
-            static_assert(MODE == kBF16, "tf32 or bf16 operands");
-            auto one = [](uint32_t xb, uint32_t yb) { /* xb, yb: a bf16 value in the high half */
-                const float v = gate_of<__nv_bfloat16>(__uint_as_float(xb)) * gate_of<__nv_bfloat16>(__uint_as_float(yb));
-                return (uint32_t)__bfloat16_as_ushort(store<__nv_bfloat16>(v));
-            };
-            return one(xw << 16, yw << 16) | one(xw & 0xffff0000u, yw & 0xffff0000u) << 16;
-        }
-    };
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        g[h].x = word(x0[h].x, y0[h].x);
-        g[h].y = word(x0[h].y, y0[h].y);
-    }
 }
 
 /* Every accumulator pair of a warpgroup's tile (wgmma's D fragment layout): f(jj, cc, h, v0, v1)
@@ -719,8 +694,7 @@ template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_sme
  * the two consumer warpgroups (kConsumerRegs) only compute, and the epilogue's barriers span them
  * alone (consumers_sync). GATE: MVGELU, x's fragments
  * scaled by the tile of gmap (the gate product g, (B, N_in); multicast with x in a cluster)
- * as they are loaded, or with GIN by g formed from x_0 and y_0 there (gate_frags); gmap is not
- * read otherwise. ep: what the epilogue writes (FwdEpi). */
+ * as they are loaded; gmap is not read otherwise. ep: what the epilogue writes (FwdEpi). */
 /* How a consumer warpgroup of a multi-CTA cluster releases a stage to the CTAs whose copies
  * land in it: 0, the CTA-scope remote arrive of CUTLASS's cluster pipelines (default);
  * 1 (-DFC_FCGP_CLUSTER_RELEASE_FENCE=1), the cluster-scope release, a fence each (as the lab
@@ -743,8 +717,7 @@ static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * 168, "the launch's 65536 
 /* WMN (bf16): W as stored, through wmap (wmn_map of fcgp_sm90a.cu: boxes of 64 columns x a K
  * group's 8 permuted rows x P / 2 paths, SWIZZLE_128B; WLayoutMN), read MN-major by the wgmmas:
  * no W^T to prepare. */
-template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true, bool WMN = false,
-          bool GIN = false>
+template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true, bool WMN = false>
 __global__ void __launch_bounds__(kSplitThreads, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, const Elem<MODE> *__restrict__ wst,
@@ -753,10 +726,8 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
 {
     using C = Cfg<ID, MODE, 0>;
     constexpr int D = C::D, P = C::P, S = C::STAGES, CS = CN * CM;
-    constexpr bool GTILE = GATE && !GIN; /* g's tile in the stage (else formed here, or no gate) */
-    constexpr int STG = tma_stage_bytes<ID, MODE, GTILE>(), GOFF = 2 * C::XB + C::WB; /* g's tile */
-    static_assert(tma_smem_bytes<ID, MODE, GTILE>() <= 227 * 1024, "the stages fit");
-    static_assert(!GIN || GATE, "the gate formed in the kernel is the gate");
+    constexpr int STG = tma_stage_bytes<ID, MODE, GATE>(), GOFF = 2 * C::XB + C::WB; /* g's tile */
+    static_assert(tma_smem_bytes<ID, MODE, GATE>() <= 227 * 1024, "the stages fit");
     /* W^T: one 32-byte row (a step's K) per (path, column), paths in two halves of P / 2 */
     constexpr int PH = P / 2, WHALF = PH * C::NT * 32;
     static_assert(P % 2 == 0 && (C::NT * 32) % 256 == 0, "W^T halves and swizzle tiles aligned");
@@ -810,7 +781,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         } else {
             tma::load_3d_multicast(buf + cx * C::XB, cx ? &ymap : &xmap, k0, m0, 0, bar, row_mask);
         }
-        if constexpr (GTILE) { /* g is per row, like x: multicast with it */
+        if constexpr (GATE) { /* g is per row, like x: multicast with it */
             if constexpr (CN == 1 || !MC)
                 tma::load_3d(buf + GOFF, &gmap, k0, m0, 0, bar);
             else if (cx == 0)
@@ -863,13 +834,9 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
         if constexpr (GATE) {
             uint2 gf[2];
-            if constexpr (GIN) {
-                gate_frags<MODE>(gf, f.x[0], f.y[0]); /* before scale_frags changes x_0 */
-            } else {
 #pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    gf[h] = lds_b64(smem_u32(buf + GOFF) + (16 * warp + g + 8 * h) * 32 + t * 8);
-            }
+            for (int h = 0; h < 2; ++h)
+                gf[h] = lds_b64(smem_u32(buf + GOFF) + (16 * warp + g + 8 * h) * 32 + t * 8);
             scale_frags<MODE, D>(f.x, gf);
         }
         const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
