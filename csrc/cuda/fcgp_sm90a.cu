@@ -160,6 +160,14 @@ std::atomic<int> g_fwd_wmn{-1}; /* FLASHCLIFFORD_FCGP_FWD_WMN: 0, 1 or 2 (fwd_w_
  * 232.4-233.6, the forward 244.4 -> 249.0-250.6. FLASHCLIFFORD_FCGP_FWD_WMN at start-up (A/Bs;
  * the layout test compares it with the boxes of W^T bit for bit under the setting it runs in). */
 int fwd_w_mn() { return env_choice(g_fwd_wmn, "FLASHCLIFFORD_FCGP_FWD_WMN", 0, 2, 2); }
+namespace {
+std::atomic<int> g_fwd_pipe{-1}; /* FLASHCLIFFORD_FCGP_FWD_PIPE: 0 or 1 (fwd_pipe) */
+}
+/* Whether the forward in one CTA forms each component's A fragments while the component before's
+ * wgmmas run (fwd_tma_kernel's PIPE: two register sets; on, the default, where they fit: Cl(2,0))
+ * or after they completed (off). Bitwise the same result. FLASHCLIFFORD_FCGP_FWD_PIPE at start-up
+ * (measurements). */
+bool fwd_pipe() { return switch_state(g_fwd_pipe, "FLASHCLIFFORD_FCGP_FWD_PIPE", 1); }
 
 namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
@@ -714,16 +722,27 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                                          om, ep, (int)B, (int)Ni, (int)No));
         return FC_OK;
     };
+    /* two A register sets (PIPE) in one CTA where they fit: D 4 (at D 8, beside x's and y's 64
+     * registers of fragments, ptxas spills 300-640 bytes); the clusters keep one set */
+    constexpr bool PIPE_FITS = C::D == 4;
+    const bool pipe = PIPE_FITS && fwd_pipe();
     auto pick = [&](auto gate) -> fc_status {
         constexpr bool GT = decltype(gate)::value;
         constexpr int smem = tma_smem_bytes<ID, MODE, GT>();
         if constexpr (MODE == kBF16)
-            if (wmn)
+            if (wmn) {
+                if constexpr (PIPE_FITS)
+                    if (pipe)
+                        return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, true, true>, smem);
                 return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, true>, smem);
+            }
         if (shape == 2)
             return launch(fwd_tma_kernel<ID, MODE, 2, 1, GT, Tout>, smem);
         if (shape == 3)
             return launch(fwd_tma_kernel<ID, MODE, 1, 2, GT, Tout>, smem);
+        if constexpr (PIPE_FITS)
+            if (pipe)
+                return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, false, true>, smem);
         return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout>, smem);
     };
     return a->gate ? pick(std::true_type{}) : pick(std::false_type{});

@@ -121,7 +121,7 @@ template <int ID, int MODE, int NTV = 0> struct Cfg {
     static constexpr int STAGE = 2 * XB + WB, SMEM = STAGES * STAGE;
     static constexpr int LBO = 128, SBO = 256; /* W tile: core (nb, kb) at nb * 256 + kb * 128 */
     static_assert(SMEM <= 227 * 1024, "three stages fit");
-    static constexpr int max_pairs()
+    __host__ __device__ static constexpr int max_pairs()
     {
         int m = 0;
         for (int j = 0; j < D; ++j) {
@@ -219,27 +219,41 @@ template <int P> struct WLayoutMN {
 
 /* One warpgroup's step: for each of its components, form the A fragments of all its
  * pairs, fence, issue the wgmmas (one per pair) on that component's accumulators, and wait
- * for them before the next component forms its A fragments. */
-template <int ID, int MODE, int NTV, int WG, class WL>
+ * for them before the next component forms its A fragments; PIPE: the A fragments in two
+ * register sets, so that each component's are formed while the one before's wgmmas run (at most
+ * two components' groups in flight: the wait<1> after a component's commit retires the one
+ * before, whose set the component after then overwrites). Each accumulator takes the same
+ * wgmmas in the same order either way, so the bits are the same. */
+template <int ID, int MODE, int NTV, int WG, class WL, bool PIPE = false>
 __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg<ID, MODE, NTV>::NT / 2],
                                         const Frags<AlgebraTraits<ID>::D> &f, uint32_t w_smem)
 {
     using C = Cfg<ID, MODE, NTV>;
+    constexpr int QM = C::max_pairs();
+    uint32_t a2[PIPE ? 2 : 1][PIPE ? QM : 1][4]; /* PIPE's two sets */
     static_for<C::JW>([&](auto jj) {
-        constexpr int j = WG * C::JW + decltype(jj)::value;
+        constexpr int J = decltype(jj)::value, j = WG * C::JW + J;
         constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
-        uint32_t a[nq][4];
-        static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(a[decltype(u)::value], f); });
+        uint32_t a1[PIPE ? 1 : nq][4]; /* without PIPE: this component's alone */
+        auto &aj = [&]() -> auto & {
+            if constexpr (PIPE)
+                return a2[J % 2];
+            else
+                return a1;
+        }();
+        static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(aj[decltype(u)::value], f); });
         wg::fence();
         static_for<nq>([&](auto u) {
             constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
-            wg::MmaRS<MODE, C::NT, WL::tb>::run(acc[decltype(jj)::value], a[decltype(u)::value],
-                                                WL::desc(w_smem + p * WL::path), 1);
+            wg::MmaRS<MODE, C::NT, WL::tb>::run(acc[J], aj[decltype(u)::value], WL::desc(w_smem + p * WL::path), 1);
         });
-        /* A registers are reused by the next component: at most one component's wgmmas in
-         * flight (the other warpgroup keeps the tensor cores busy meanwhile) */
         wg::commit();
-        wg::wait<0>();
+        /* without PIPE the A registers are reused by the next component: one component's wgmmas
+         * in flight (the other warpgroup keeps the tensor cores busy meanwhile) */
+        if constexpr (PIPE && J + 1 < C::JW)
+            wg::wait<1>();
+        else
+            wg::wait<0>();
     });
 }
 /* This thread's x, y fragments of a step from the stage's x and y tiles ([component][row][32
@@ -716,8 +730,10 @@ static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * 168, "the launch's 65536 
 
 /* WMN (bf16): W as stored, through wmap (wmn_map of fcgp_sm90a.cu: boxes of 64 columns x a K
  * group's 8 permuted rows x P / 2 paths, SWIZZLE_128B; WLayoutMN), read MN-major by the wgmmas:
- * no W^T to prepare. */
-template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true, bool WMN = false>
+ * no W^T to prepare. PIPE: wg_step's components in two A register sets, each formed while the
+ * one before's wgmmas run. */
+template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true, bool WMN = false,
+          bool PIPE = false>
 __global__ void __launch_bounds__(kSplitThreads, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, const Elem<MODE> *__restrict__ wst,
@@ -841,9 +857,9 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         }
         const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
         if (wgi == 0)
-            wg_step<ID, MODE, 0, 0, WT>(acc, f, w_smem);
+            wg_step<ID, MODE, 0, 0, WT, PIPE>(acc, f, w_smem);
         else
-            wg_step<ID, MODE, 0, 1, WT>(acc, f, w_smem);
+            wg_step<ID, MODE, 0, 1, WT, PIPE>(acc, f, w_smem);
         /* this warpgroup's wgmmas have completed, so all four warps have used their fragments
          * and the W tiles: release the buffer to every producer that writes into it */
         if constexpr (CS == 1) {

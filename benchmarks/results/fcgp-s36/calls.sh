@@ -6,8 +6,12 @@
 #      gate formed by its consumers (FLASHCLIFFORD_FCGP_FWD_GATE_IN=2, tf32 and bf16) against g
 #      read from fwd_prep (0), twice each, the four issue-4 cells; test_gpu_fcgp_sm90.py; the SASS
 #      check; memcheck --hopper
-#   B: the build; racecheck over fcgp_hang_check's eight cases; test_gpu_fcgp.py and
-#      test_gpu_streams.py; the issue-4 bench; gz's stall samples a source line at Cl(3,0) bf16
+#   B (after A's gate in the kernel was dropped): the build; the Cl(2,0) forward with each
+#      component's A fragments formed while the one before's wgmmas run (FWD_PIPE=1, the default)
+#      against one register set (0), twice each; test_gpu_fcgp_sm90.py; the issue-4 bench under the
+#      faster setting; racecheck over fcgp_hang_check's eight cases; memcheck --hopper
+#   C: the build; the SASS check; test_gpu_fcgp.py and test_gpu_streams.py; gz's stall samples a
+#      source line at Cl(3,0) bf16
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}
@@ -35,14 +39,32 @@ A)
     ;;
 B)
     build
-    room 130 racecheck && LOOPS=0 CASE_S=25 timeout 140 bash benchmarks/fcgp_hang_check.sh | tail -n 9
+    room 80 parts && CELLS="2,float32,4096,512 2,bfloat16,4096,512" PARTS_S=30 \
+        SETTINGS="FLASHCLIFFORD_FCGP_FWD_PIPE=0;FLASHCLIFFORD_FCGP_FWD_PIPE=1;FLASHCLIFFORD_FCGP_FWD_PIPE=0 FLASHCLIFFORD_AB_RUN=2;FLASHCLIFFORD_FCGP_FWD_PIPE=1 FLASHCLIFFORD_AB_RUN=2" \
+        timeout 130 bash benchmarks/fcgp_ab.sh >"$R/ab.log" 2>&1
+    grep -E "^Cl.*(forward|bmm)|fwd_tma|fwd_prep" "$R"/parts_*.txt | sed -E 's/ +/ /g; s/4096x512 //; s|^.*/parts_||'
+    # the setting whose forward kernels summed over both runs and cells took less time
+    pick=$(for v in 0 1; do
+        echo "$v $(cat "$R"/parts_FWD_PIPE-$v*.txt 2>/dev/null | awk '/fwd_tma_kernel/ {s += $(NF-1)} END {print s + 0}')"
+    done | awk '$2 > 0' | sort -k2 -g | head -n 1 | cut -d' ' -f1)
+    echo "bench under FLASHCLIFFORD_FCGP_FWD_PIPE=${pick:=1}"
+    room 170 "sm90 tests" && timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp_sm90.py 2>&1 |
+        tail -n 4
+    room 85 bench && { FLASHCLIFFORD_FCGP_FWD_PIPE=$pick STAGES=bench_fcgp timeout 95 bash tests/gpu_check.sh >/dev/null 2>&1
+        echo "bench rc $?"; }
+    cat "$R"/bench_fcgp*.log 2>/dev/null | tail -n 24
+    room 120 racecheck && LOOPS=0 CASE_S=25 timeout $((END - SECONDS - 35)) bash benchmarks/fcgp_hang_check.sh | tail -n 9
+    room 30 memcheck && SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout $((END - SECONDS)) \
+        bash tests/gpu_check.sh | tail -n 3
+    ;;
+C)
+    build
+    room 100 sass && STAGES=sass timeout 110 bash tests/gpu_check.sh | tail -n 8
     room 120 tests && timeout 130 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp.py \
         tests/test_gpu_streams.py 2>&1 | tail -n 4
-    room 90 bench && { STAGES=bench_fcgp timeout 100 bash tests/gpu_check.sh >/dev/null 2>&1; echo "bench rc $?"; }
-    cat "$R"/bench_fcgp*.log 2>/dev/null | tail -n 30
     room 100 ncu && NCU_CELLS=3,bfloat16,4096,512 NCU_KERNELS="gz_tma_kernel" STAGES=ncu_src_fcgp \
         timeout $((END - SECONDS - 5)) bash tests/gpu_check.sh | tail -n 60
     ;;
 *)
-    echo "usage: $0 A|B"; exit 2 ;;
+    echo "usage: $0 A|B|C"; exit 2 ;;
 esac
