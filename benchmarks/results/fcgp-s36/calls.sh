@@ -10,8 +10,11 @@
 #      component's A fragments formed while the one before's wgmmas run (FWD_PIPE=1, the default)
 #      against one register set (0), twice each; test_gpu_fcgp_sm90.py; the issue-4 bench under the
 #      faster setting; racecheck over fcgp_hang_check's eight cases; memcheck --hopper
-#   C: the build; the SASS check; test_gpu_fcgp.py and test_gpu_streams.py; gz's stall samples a
-#      source line at Cl(3,0) bf16
+#   C (after B's PIPE 1 gained 1%): the build; the forward under FWD_PIPE 0, 1 and 2 (each pair's
+#      wgmma issued as soon as its fragment is formed), twice each, the four issue-4 cells, and
+#      the value of 0-3 whose forward kernels sum lowest (pipe_pick.py); the forward's tests
+#      under 2; the issue-4 bench under the picked value; test_gpu_fcgp.py and
+#      test_gpu_streams.py; the SASS check
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}
@@ -59,11 +62,25 @@ B)
     ;;
 C)
     build
-    room 100 sass && STAGES=sass timeout 110 bash tests/gpu_check.sh | tail -n 8
-    room 120 tests && timeout 130 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp.py \
-        tests/test_gpu_streams.py 2>&1 | tail -n 4
-    room 100 ncu && NCU_CELLS=3,bfloat16,4096,512 NCU_KERNELS="gz_tma_kernel" STAGES=ncu_src_fcgp \
-        timeout $((END - SECONDS - 5)) bash tests/gpu_check.sh | tail -n 60
+    room 100 parts && CELLS="3,float32,4096,512 2,float32,4096,512 3,bfloat16,4096,512 2,bfloat16,4096,512" PARTS_S=30 \
+        SETTINGS="FLASHCLIFFORD_FCGP_FWD_PIPE=0;FLASHCLIFFORD_FCGP_FWD_PIPE=1;FLASHCLIFFORD_FCGP_FWD_PIPE=2;FLASHCLIFFORD_FCGP_FWD_PIPE=0 FLASHCLIFFORD_AB_RUN=2;FLASHCLIFFORD_FCGP_FWD_PIPE=1 FLASHCLIFFORD_AB_RUN=2;FLASHCLIFFORD_FCGP_FWD_PIPE=2 FLASHCLIFFORD_AB_RUN=2" \
+        timeout 150 bash benchmarks/fcgp_ab.sh >"$R/ab.log" 2>&1
+    grep -E "^Cl.*(forward|bmm)|fwd_tma|fwd_prep" "$R"/parts_*.txt | sed -E 's/ +/ /g; s/4096x512 //; s|^.*/parts_||'
+    pick=$(python3 benchmarks/results/fcgp-s36/pipe_pick.py "$R")
+    echo "bench under FLASHCLIFFORD_FCGP_FWD_PIPE=${pick:=1}"
+    # the forward's tests with every pair's wgmma issued as soon as formed (the layout test: against
+    # the cluster forms, which keep one register set and no overlap, bit for bit)
+    T=tests/test_gpu_fcgp_sm90.py
+    room 50 "forward tests" && FLASHCLIFFORD_FCGP_FWD_PIPE=2 timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider \
+        "$T::test_the_path_is_planned" "$T::test_matrix" "$T::test_gate_off" "$T::test_deterministic_run_to_run" \
+        "$T::test_norm_in_the_epilogue_is_the_finalize_pass" "$T::test_weight_layouts_and_clusters_agree" \
+        "$T::test_unaligned_rows_fall_back" 2>&1 | tail -n 3
+    room 85 bench && { FLASHCLIFFORD_FCGP_FWD_PIPE=$pick STAGES=bench_fcgp timeout 95 bash tests/gpu_check.sh >/dev/null 2>&1
+        echo "bench rc $?"; }
+    cat "$R"/bench_fcgp*.log 2>/dev/null | grep -E "copy bandwidth|^fcgp"
+    room 100 tests && timeout 130 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_fcgp.py \
+        tests/test_gpu_streams.py 2>&1 | tail -n 3
+    room 60 sass && STAGES=sass timeout $((END - SECONDS)) bash tests/gpu_check.sh | tail -n 8
     ;;
 *)
     echo "usage: $0 A|B|C"; exit 2 ;;
