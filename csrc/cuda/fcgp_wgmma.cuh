@@ -217,6 +217,15 @@ template <int P> struct WLayoutMN {
     static __device__ __forceinline__ uint64_t desc(uint32_t addr) { return wg::desc_mn_sw128(addr, 2 * P * 1024, P * 1024); }
 };
 
+/* a when FIRST, else b (references of two types, chosen at compile time) */
+template <bool FIRST, class A, class B> __device__ __forceinline__ auto &first_if(A &a, B &b)
+{
+    if constexpr (FIRST)
+        return a;
+    else
+        return b;
+}
+
 /* One warpgroup's step: for each of its components, form the A fragments of all its
  * pairs, fence, issue the wgmmas (one per pair) on that component's accumulators, and wait
  * for them before the next component forms its A fragments. PIPE 1: the A fragments in two
@@ -239,12 +248,7 @@ __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg
         constexpr int J = decltype(jj)::value, j = WG * C::JW + J;
         constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
         uint32_t a1[PIPE == 1 ? 1 : nq][4]; /* otherwise: this component's alone */
-        auto &aj = [&]() -> auto & {
-            if constexpr (PIPE == 1)
-                return a2[J % 2];
-            else
-                return a1;
-        }();
+        auto &aj = first_if<PIPE == 1>(a2[J % 2], a1);
         auto mma = [&](auto u) {
             constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
             wg::MmaRS<MODE, C::NT, WL::tb>::run(acc[J], aj[decltype(u)::value], WL::desc(w_smem + p * WL::path), 1);
