@@ -21,11 +21,6 @@ void *fwd_spills_kernels[] = {
     (void *)sm90::fwd_tma_kernel<1, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, true>,
     /* each component's A fragments formed while the one before's wgmmas run (PIPE): the Cl(2,0)
      * defaults (at Cl(3,0) two A sets spill 312-636 bytes, so the library never launches them) */
-    (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kTF32, 1, 1, true, float, true, false, 1>,
-    (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, true, 1>,
-    /* each pair's wgmma issued as soon as its A fragment is formed (PIPE 2), every cell */
-    (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kTF32, 1, 1, true, float, true, false, 2>,
-    (void *)sm90::fwd_tma_kernel<1, fc::fcgp::kTF32, 1, 1, true, float, true, false, 2>,
-    (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, true, 2>,
-    (void *)sm90::fwd_tma_kernel<1, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, false, 2>,
+    (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kTF32, 1, 1, true, float, true, false, true>,
+    (void *)sm90::fwd_tma_kernel<0, fc::fcgp::kBF16, 1, 1, true, __nv_bfloat16, true, true, true>,
 };

@@ -161,14 +161,14 @@ std::atomic<int> g_fwd_wmn{-1}; /* FLASHCLIFFORD_FCGP_FWD_WMN: 0, 1 or 2 (fwd_w_
  * the layout test compares it with the boxes of W^T bit for bit under the setting it runs in). */
 int fwd_w_mn() { return env_choice(g_fwd_wmn, "FLASHCLIFFORD_FCGP_FWD_WMN", 0, 2, 2); }
 namespace {
-std::atomic<int> g_fwd_pipe{-1}; /* FLASHCLIFFORD_FCGP_FWD_PIPE: 0 to 3 (fwd_pipe) */
+std::atomic<int> g_fwd_pipe{-1}; /* FLASHCLIFFORD_FCGP_FWD_PIPE: "0" one register set */
 }
-/* How the forward in one CTA overlaps forming A fragments with its wgmmas (fwd_tma_kernel's PIPE,
- * wg_step): 0 not within a warpgroup; 1 (the default) each component's formed while the one
- * before's wgmmas run, in two register sets where they fit (Cl(2,0)), elsewhere 0; 2 each pair's
- * wgmma issued as soon as its fragment is formed; 3 as 1 where two sets fit, elsewhere 2.
- * Bitwise the same result. FLASHCLIFFORD_FCGP_FWD_PIPE at start-up (measurements). */
-int fwd_pipe() { return env_choice(g_fwd_pipe, "FLASHCLIFFORD_FCGP_FWD_PIPE", 0, 3, 1); }
+/* Whether the forward in one CTA forms each component's A fragments while the component before's
+ * wgmmas run (fwd_tma_kernel's PIPE: two register sets; on, the default, where they fit:
+ * Cl(2,0)) or after they completed (off). Bitwise the same result. H100, B 4096, N 512
+ * (NOTES_FCGP.md session 36): the Cl(2,0) forward kernel about 1% faster.
+ * FLASHCLIFFORD_FCGP_FWD_PIPE=0 at start-up (measurements). */
+bool fwd_pipe() { return switch_state(g_fwd_pipe, "FLASHCLIFFORD_FCGP_FWD_PIPE", 1); }
 
 namespace {
 std::atomic<int> g_fwd_norm{-1}; /* FLASHCLIFFORD_FCGP_FWD_NORM: "0" keeps the finalize pass */
@@ -723,22 +723,19 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                                          om, ep, (int)B, (int)Ni, (int)No));
         return FC_OK;
     };
-    /* wg_step's overlap (PIPE) in one CTA; two A register sets (1) only where they fit: D 4 (at D
-     * 8, beside x's and y's 64 registers of fragments, ptxas spills 300-640 bytes); the clusters
-     * keep 0 */
+    /* two A register sets (PIPE) in one CTA where they fit: D 4 (at D 8, beside x's and y's 64
+     * registers of fragments, ptxas spills 300-640 bytes); the clusters keep one set */
     constexpr bool SETS_FIT = C::D == 4;
-    const int pipe_at = fwd_pipe(), pipe = pipe_at == 3 ? (SETS_FIT ? 1 : 2) : pipe_at == 1 && !SETS_FIT ? 0 : pipe_at;
+    const bool pipe = SETS_FIT && fwd_pipe();
     auto pick = [&](auto gate) -> fc_status {
         constexpr bool GT = decltype(gate)::value;
         constexpr int smem = tma_smem_bytes<ID, MODE, GT>();
         auto one_cta = [&](auto wmn_c) -> fc_status { /* 1 x 1, W as stored or not, by pipe */
             constexpr bool WM = decltype(wmn_c)::value;
             if constexpr (SETS_FIT)
-                if (pipe == 1)
-                    return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, WM, 1>, smem);
-            if (pipe == 2)
-                return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, WM, 2>, smem);
-            return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, WM, 0>, smem);
+                if (pipe)
+                    return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, WM, true>, smem);
+            return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, WM>, smem);
         };
         if constexpr (MODE == kBF16)
             if (wmn)

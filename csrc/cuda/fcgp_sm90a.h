@@ -72,11 +72,10 @@ void set_fwd_w_bulk(bool on);
  * in stage order, N_out a multiple of 8 and W 16-byte aligned): 0 nowhere, 1 everywhere, 2 at
  * tiles of 128 columns or more, the default (FLASHCLIFFORD_FCGP_FWD_WMN). */
 int fwd_w_mn();
-/* How the forward in one CTA overlaps forming A fragments with its wgmmas: 0 not within a
- * warpgroup, 1 (the default) a component ahead in two register sets where they fit (Cl(2,0);
- * elsewhere 0), 2 pair by pair, 3 as 1 where two sets fit and elsewhere 2
- * (FLASHCLIFFORD_FCGP_FWD_PIPE at start-up); bitwise the same result. */
-int fwd_pipe();
+/* Whether the forward in one CTA forms each component's A fragments while the component before's
+ * wgmmas run (two register sets, where they fit: Cl(2,0)); on unless FLASHCLIFFORD_FCGP_FWD_PIPE
+ * == "0" at start-up; bitwise the same result. */
+bool fwd_pipe();
 int fwd_cluster_setting();
 void set_fwd_cluster(int shape);
 

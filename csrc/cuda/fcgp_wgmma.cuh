@@ -228,47 +228,35 @@ template <bool FIRST, class A, class B> __device__ __forceinline__ auto &first_i
 
 /* One warpgroup's step: for each of its components, form the A fragments of all its
  * pairs, fence, issue the wgmmas (one per pair) on that component's accumulators, and wait
- * for them before the next component forms its A fragments. PIPE 1: the A fragments in two
+ * for them before the next component forms its A fragments. PIPE: the A fragments in two
  * register sets, so that each component's are formed while the one before's wgmmas run (at most
  * two components' groups in flight: the wait<1> after a component's commit retires the one
- * before, whose set the component after then overwrites). PIPE 2: one set, but each pair's
- * wgmma issued (fenced and committed as a group of its own) as soon as its A fragment is formed,
- * so the tensor cores start on a component while its later pairs are formed; no more registers.
- * Each accumulator takes the same wgmmas in the same order in every form, so the bits are the
- * same. */
-template <int ID, int MODE, int NTV, int WG, class WL, int PIPE = 0>
+ * before, whose set the component after then overwrites). Each accumulator takes the same
+ * wgmmas in the same order either way, so the bits are the same. (Issuing each pair's wgmma as
+ * its fragment is formed, a group a pair, measured 3-8% slower at Cl(3,0): NOTES_FCGP.md
+ * session 36.) */
+template <int ID, int MODE, int NTV, int WG, class WL, bool PIPE = false>
 __device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg<ID, MODE, NTV>::NT / 2],
                                         const Frags<AlgebraTraits<ID>::D> &f, uint32_t w_smem)
 {
     using C = Cfg<ID, MODE, NTV>;
-    static_assert(PIPE >= 0 && PIPE <= 2, "0, 1 or 2");
     constexpr int QM = C::max_pairs();
-    uint32_t a2[PIPE == 1 ? 2 : 1][PIPE == 1 ? QM : 1][4]; /* PIPE 1's two sets */
+    uint32_t a2[PIPE ? 2 : 1][PIPE ? QM : 1][4]; /* PIPE's two sets */
     static_for<C::JW>([&](auto jj) {
         constexpr int J = decltype(jj)::value, j = WG * C::JW + J;
         constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
-        uint32_t a1[PIPE == 1 ? 1 : nq][4]; /* otherwise: this component's alone */
-        auto &aj = first_if<PIPE == 1>(a2[J % 2], a1);
-        auto mma = [&](auto u) {
+        uint32_t a1[PIPE ? 1 : nq][4]; /* without PIPE: this component's alone */
+        auto &aj = first_if<PIPE>(a2[J % 2], a1);
+        static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(aj[decltype(u)::value], f); });
+        wg::fence();
+        static_for<nq>([&](auto u) {
             constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
             wg::MmaRS<MODE, C::NT, WL::tb>::run(acc[J], aj[decltype(u)::value], WL::desc(w_smem + p * WL::path), 1);
-        };
-        if constexpr (PIPE == 2) {
-            static_for<nq>([&](auto u) {
-                form_pair<ID, MODE, q0 + decltype(u)::value>(aj[decltype(u)::value], f);
-                wg::fence();
-                mma(u);
-                wg::commit();
-            });
-        } else {
-            static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(aj[decltype(u)::value], f); });
-            wg::fence();
-            static_for<nq>(mma);
-            wg::commit();
-        }
-        /* otherwise the A registers are reused by the next component: one component's wgmmas in
-         * flight (the other warpgroup keeps the tensor cores busy meanwhile) */
-        if constexpr (PIPE == 1 && J + 1 < C::JW)
+        });
+        wg::commit();
+        /* without PIPE the A registers are reused by the next component: one component's wgmmas
+         * in flight (the other warpgroup keeps the tensor cores busy meanwhile) */
+        if constexpr (PIPE && J + 1 < C::JW)
             wg::wait<1>();
         else
             wg::wait<0>();
@@ -748,10 +736,10 @@ static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * 168, "the launch's 65536 
 
 /* WMN (bf16): W as stored, through wmap (wmn_map of fcgp_sm90a.cu: boxes of 64 columns x a K
  * group's 8 permuted rows x P / 2 paths, SWIZZLE_128B; WLayoutMN), read MN-major by the wgmmas:
- * no W^T to prepare. PIPE: how wg_step overlaps forming A fragments with the wgmmas (0 not
- * within a warpgroup, 1 two register sets a component apart, 2 pair by pair). */
+ * no W^T to prepare. PIPE: wg_step's components in two A register sets, each formed while the
+ * one before's wgmmas run. */
 template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true, bool WMN = false,
-          int PIPE = 0>
+          bool PIPE = false>
 __global__ void __launch_bounds__(kSplitThreads, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, const Elem<MODE> *__restrict__ wst,
