@@ -10,6 +10,8 @@
 #      component's A fragments formed while the one before's wgmmas run (FWD_PIPE=1, the default)
 #      against one register set (0), twice each; test_gpu_fcgp_sm90.py; the issue-4 bench under the
 #      faster setting; racecheck over fcgp_hang_check's eight cases; memcheck --hopper
+#   D (after C's PIPE 2 lost at Cl(3,0), removed): the build; the forward's tests; the issue-4
+#      bench; the SASS check; memcheck --hopper
 #   C (after B's PIPE 1 gained 1%): the build; the forward under FWD_PIPE 0, 1 and 2 (each pair's
 #      wgmma issued as soon as its fragment is formed), twice each, the four issue-4 cells, and
 #      the value of 0-3 whose forward kernels sum lowest (pipe_pick.py); the forward's tests
@@ -82,6 +84,19 @@ C)
         tests/test_gpu_streams.py 2>&1 | tail -n 3
     room 60 sass && STAGES=sass timeout $((END - SECONDS)) bash tests/gpu_check.sh | tail -n 8
     ;;
+D)
+    build
+    T=tests/test_gpu_fcgp_sm90.py
+    room 50 "forward tests" && timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider \
+        "$T::test_the_path_is_planned" "$T::test_matrix" "$T::test_gate_off" "$T::test_deterministic_run_to_run" \
+        "$T::test_norm_in_the_epilogue_is_the_finalize_pass" "$T::test_weight_layouts_and_clusters_agree" \
+        "$T::test_unaligned_rows_fall_back" 2>&1 | tail -n 3
+    room 85 bench && { STAGES=bench_fcgp timeout 95 bash tests/gpu_check.sh >/dev/null 2>&1; echo "bench rc $?"; }
+    cat "$R"/bench_fcgp*.log 2>/dev/null | grep -E "copy bandwidth|^fcgp"
+    room 100 sass && STAGES=sass timeout 115 bash tests/gpu_check.sh | tail -n 8
+    room 30 memcheck && SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout $((END - SECONDS)) \
+        bash tests/gpu_check.sh | tail -n 3
+    ;;
 *)
-    echo "usage: $0 A|B|C"; exit 2 ;;
+    echo "usage: $0 A|B|C|D"; exit 2 ;;
 esac
