@@ -16,8 +16,9 @@ Environment:
   FLASHCLIFFORD_DEBUG=1     -O0 -g, and a device synchronise after each kernel launch.
   FLASHCLIFFORD_SANITIZE    e.g. "address,undefined": host sanitizers for the C code.
   FLASHCLIFFORD_NVCC_CACHE  a directory of compiled .cu objects keyed by a hash of the source, the
-                            headers it includes and the flags: a rebuild recompiles only what changed
-                            (the GPU check script keeps it between machines).
+                            headers it includes, the flags and nvcc's --version: a rebuild recompiles
+                            only what changed (benchmarks/nvcc_cache_fill.sh fills one here for a
+                            Hopper machine, whose GPU check script unpacks it when carried).
   CUDA_HOME / CUDA_PATH     the toolkit (else the one nvcc on PATH belongs to).
 """
 

@@ -27,7 +27,7 @@ room() { [ $((END - SECONDS)) -ge "$1" ] || { echo "skipped (${2}): $((END - SEC
 build() {
     nvcc --version | tail -n 2
     STAGES=build timeout 330 bash tests/gpu_check.sh | tail -n 3
-    echo "objects from the carried cache: $(grep -c 'unchanged, object from' "$R/build.log")"
+    echo "objects from the carried cache: $(grep -o 'unchanged, object from' "$R/build.log" | wc -l)"
 }
 case "${1:-}" in
 A)
