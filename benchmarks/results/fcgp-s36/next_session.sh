@@ -2,6 +2,7 @@
 # Session 37, prepared in session 36 (not run). First, here (no GPU), fill the carried objects
 # for main and for the patched tree, so that neither compiles on the device:
 #   bash benchmarks/results/fcgp-s36/next_session.sh fill
+# (18 objects, 33 MB packed: with the tree's 20 MB under a call's 64 MiB; checked in session 36),
 # then the device call (`kind: nvidia-h100-x1`, carry [".nvcc_cache.tgz"], timeout 600):
 #   G: main against gz_gate_of.patch (the backward's gates of bf16 data by gate_of: the short erf
 #      and the hardware exp in gz's epilogue and the bf16 gelu_transpose, as fwd_prep's since
