@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <type_traits>
 
 #include "../fc.h"
 
@@ -145,10 +146,15 @@ __device__ __forceinline__ void load_comps(const E *__restrict__ x, int64_t cs, 
         v[a] = load<E>(x[a * cs]);
 }
 
-/* MVGELU at one position from its components xr: v_a = x_a Phi(x_0); without the gate v = x. */
-template <int D, class C> __device__ __forceinline__ void gelu_of(int gate, const C (&xr)[D], C (&v)[D])
+/* The type whose gate (gate_of) a kernel evaluates: E where given (its data type: 2-byte data take
+ * the short erf), else the compute type C itself (erf). */
+template <class E, class C> using GateType = std::conditional_t<std::is_void<E>::value, C, E>;
+
+/* MVGELU at one position from its components xr: v_a = x_a Phi(x_0); without the gate v = x.
+ * E: as GateType. */
+template <class E = void, int D, class C> __device__ __forceinline__ void gelu_of(int gate, const C (&xr)[D], C (&v)[D])
 {
-    const C ph = gate ? gelu_gate(xr[0]) : C(1);
+    const C ph = gate ? C(gate_of<GateType<E, C>>(xr[0])) : C(1);
 #pragma unroll
     for (int a = 0; a < D; ++a)
         v[a] = xr[a] * ph;
@@ -167,17 +173,18 @@ __device__ __forceinline__ void gelu_at(int gate, const E *__restrict__ x, int64
 /* The MVGELU backward at one position (the FCGP gz kernels): t = dL/dxg (D values), xr the
  * position's x, g = dL/dx at component stride cs. g_a = t_a Phi(x_0), plus phi(x_0) sum_b t_b x_b
  * at a = 0; without the gate (the plain product) g = t, and xr is not read. */
-template <int D, class C, class Tout>
+template <class E = void, int D, class C, class Tout>
 __device__ __forceinline__ void gate_backward_of(int gate, const C (&t)[D], const C (&xr)[D], Tout *__restrict__ g,
                                                  int64_t cs)
 {
+    using G = GateType<E, C>;
     if (!gate) {
 #pragma unroll
         for (int a = 0; a < D; ++a)
             g[a * cs] = store<Tout>(t[a]);
         return;
     }
-    const C x0 = xr[0], ph = gelu_gate(x0), dph = gelu_gate_grad(x0);
+    const C x0 = xr[0], ph = gate_of<G>(x0), dph = gate_grad_of<G>(x0);
     C s0 = 0;
 #pragma unroll
     for (int a = 0; a < D; ++a)

@@ -203,8 +203,9 @@ __global__ void __launch_bounds__(256) gelu_transpose(const Elem<MODE> *__restri
             }
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-            const float2 x0 = __bfloat1622float2(raw[0][r]); /* the gates from component 0 */
-            const float p0 = gate ? gelu_gate(x0.x) : 1.f, p1 = gate ? gelu_gate(x0.y) : 1.f;
+            /* the gates from component 0, the short erf of 2-byte data (gate_of), as fwd_prep's */
+            const float2 x0 = __bfloat1622float2(raw[0][r]);
+            const float p0 = gate ? gate_of<E>(x0.x) : 1.f, p1 = gate ? gate_of<E>(x0.y) : 1.f;
 #pragma unroll
             for (int c = 0; c < D; ++c) {
                 const float2 f = __bfloat1622float2(raw[c][r]);

@@ -355,8 +355,10 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         });
         const int64_t off = b * Ni + n;
         float xv[D], yv[D], tx[D] = {}, ty[D] = {};
-        gelu_of(gate, xr[i], xv); /* xg, yg */
-        gelu_of(gate, yr[i], yv);
+        /* xg, yg; bf16 data (Tio) take the short erf and the hardware exp (gate_of, gate_grad_of),
+         * as fwd_prep's gate does */
+        gelu_of<Tio>(gate, xr[i], xv);
+        gelu_of<Tio>(gate, yr[i], yv);
         static_for<A::T>([&](auto tc) {
             constexpr fc_term e = A::table.term[decltype(tc)::value];
             constexpr int q = Plans<ID>::pair.term_pair[decltype(tc)::value];
@@ -365,9 +367,9 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
             ty[e.k] += float(e.sign) * xv[e.i] * gv;
         });
         if (gx)
-            gate_backward_of(gate, tx, xr[i], gx + off, BNi);
+            gate_backward_of<Tio>(gate, tx, xr[i], gx + off, BNi);
         if (gy)
-            gate_backward_of(gate, ty, yr[i], gy + off, BNi);
+            gate_backward_of<Tio>(gate, ty, yr[i], gy + off, BNi);
     }
     if constexpr (C::GROUPS > 1)
         tma::cluster_sync(); /* the other CTA has read this one's G: its shared memory may go */
