@@ -10,6 +10,9 @@
 #      --hopper; the unfused probe (after the build: it imports the package); Nsight Compute's
 #      throughput sections for gz and gW at Cl(2,0) bf16 (the cell furthest from its line);
 #      racecheck over fcgp_hang_check's eight cases; a second bench, as room allows
+#   S: main, the start-up switches measured again on today's kernels (tuned sessions ago, on other
+#      kernels): fcgp_parts over the four cells under each, base three times among them; two
+#      rounds; a summary line a setting (forward / backward op, us, a cell)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}
@@ -63,6 +66,25 @@ F)
     mv "$R/bench_fcgp.log" "$R/bench_fcgp_1.log" 2>/dev/null
     room 90 "second bench" && bench
     ;;
+S)
+    build
+    V=FLASHCLIFFORD_FCGP
+    SET="base;${V}_GZ_KK=2;${V}_GW_KK=1;${V}_BWD_GO_FUSED=1;${V}_BWD_GO_FUSED=2;${V}_FWD_CLUSTER=2"
+    SET="$SET;${V}_FWD_CLUSTER=3;FLASHCLIFFORD_AB_RUN=2;${V}_FWD_WMN=0;${V}_FWD_WMN=1;${V}_FWD_PIPE=0"
+    SET="$SET;${V}_BWD_GO_ROWS=512;FLASHCLIFFORD_AB_RUN=3"
+    for round in 1 2; do
+        room 170 "round $round" || break
+        mkdir -p "$R/r$round"
+        OUT="$R/r$round" SETTINGS="$SET" PARTS_S=30 \
+            CELLS="3,float32,4096,512 2,float32,4096,512 3,bfloat16,4096,512 2,bfloat16,4096,512" \
+            timeout $((END - SECONDS - 10)) bash benchmarks/fcgp_ab.sh >"$R/r$round/ab.log" 2>&1
+        echo "=== round $round: forward / backward op us (Cl(3,0) tf32, Cl(2,0) tf32, Cl(3,0) bf16, Cl(2,0) bf16)"
+        for f in "$R/r$round"/parts_*.txt; do
+            printf '%-28s' "$(basename "$f" .txt | sed 's/^parts_//')"
+            awk '/^Cl.* forward /{printf " %7.1f /", $(NF-1)} /^Cl.* backward /{printf " %7.1f |", $(NF-1)} END {print ""}' "$f"
+        done
+    done
+    ;;
 *)
-    echo "usage: $0 fill PATCH | H | F"; exit 2 ;;
+    echo "usage: $0 fill PATCH | H | F | S"; exit 2 ;;
 esac
