@@ -13,6 +13,9 @@
 #   S: main, the start-up switches measured again on today's kernels (tuned sessions ago, on other
 #      kernels): fcgp_parts over the four cells under each, base three times among them; two
 #      rounds; a summary line a setting (forward / backward op, us, a cell)
+#   V: main against gz_epi_pairs.patch (gz's epilogue two adjacent columns a thread at Cl(2,0)),
+#      the four cells, two runs a tree; test_gpu_fcgp_sm90.py in the patched tree; the issue-4
+#      bench in the patched tree; gz's stall samples a source line at Cl(2,0) bf16 on main
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=${OUT:-gpu_check_out}
@@ -85,6 +88,19 @@ S)
         done
     done
     ;;
+V)
+    END=$((SECONDS + ${CALL_S:-470}))
+    PATCHES="$S/gz_epi_pairs.patch" PARTS_S=40 SETTINGS="base;FLASHCLIFFORD_AB_RUN=2" \
+        TREE_TESTS="tests/test_gpu_fcgp_sm90.py" \
+        CELLS="3,float32,4096,512 2,float32,4096,512 3,bfloat16,4096,512 2,bfloat16,4096,512" \
+        timeout 330 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "^Cl.*(backward|bmm)|gz_tma|gw_tma|^=|^#|passed|failed|error" |
+        tail -n 60
+    T=/tmp/fc_tree_gz_epi_pairs
+    room 85 "bench (patched)" && { (cd "$T" && OUT="$R/bench_pairs" STAGES=bench_fcgp timeout 95 bash tests/gpu_check.sh \
+        >/dev/null 2>&1); echo "bench rc $?"; grep -hE "copy bandwidth|^fcgp" "$R"/bench_pairs/bench_fcgp.log 2>/dev/null; }
+    room 40 ncu && NCU_CELLS="2,bfloat16,4096,512" NCU_KERNELS=gz_tma_kernel STAGES=ncu_src_fcgp \
+        timeout $((END - SECONDS)) bash tests/gpu_check.sh | tail -n 30
+    ;;
 *)
-    echo "usage: $0 fill PATCH | H | F | S"; exit 2 ;;
+    echo "usage: $0 fill PATCH | H | F | S | V"; exit 2 ;;
 esac
