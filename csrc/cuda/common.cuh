@@ -146,6 +146,31 @@ __device__ __forceinline__ void load_comps(const E *__restrict__ x, int64_t cs, 
         v[a] = load<E>(x[a * cs]);
 }
 
+/* Two adjacent positions' D components (x[0], x[1] at each component, components cs apart), one
+ * 2-element load a component: x 2-element aligned, cs even. */
+template <int D, class E>
+__device__ __forceinline__ void load_comps2(const E *__restrict__ x, int64_t cs, float (&v)[2][D])
+{
+#pragma unroll
+    for (int a = 0; a < D; ++a) {
+        float2 f;
+        if constexpr (std::is_same<E, __nv_bfloat16>::value)
+            f = __bfloat1622float2(*(const __nv_bfloat162 *)(x + a * cs));
+        else
+            f = *(const float2 *)(x + a * cs);
+        v[0][a] = f.x, v[1][a] = f.y;
+    }
+}
+
+/* v0, v1 into p[0], p[1] (2-element aligned) as one store, each rounded as store<E> rounds. */
+template <class E> __device__ __forceinline__ void store2(E *__restrict__ p, float v0, float v1)
+{
+    if constexpr (std::is_same<E, __nv_bfloat16>::value)
+        *(__nv_bfloat162 *)p = __floats2bfloat162_rn(v0, v1);
+    else
+        *(float2 *)p = make_float2(v0, v1);
+}
+
 /* The type whose gate (gate_of) a kernel evaluates: E where given (its data type: 2-byte data take
  * the short erf), else the compute type C itself (erf). */
 template <class E, class C> using GateType = std::conditional_t<std::is_void<E>::value, C, E>;
@@ -171,17 +196,16 @@ __device__ __forceinline__ void gelu_at(int gate, const E *__restrict__ x, int64
 }
 
 /* The MVGELU backward at one position (the FCGP gz kernels): t = dL/dxg (D values), xr the
- * position's x, g = dL/dx at component stride cs. g_a = t_a Phi(x_0), plus phi(x_0) sum_b t_b x_b
- * at a = 0; without the gate (the plain product) g = t, and xr is not read. */
-template <class E = void, int D, class C, class Tout>
-__device__ __forceinline__ void gate_backward_of(int gate, const C (&t)[D], const C (&xr)[D], Tout *__restrict__ g,
-                                                 int64_t cs)
+ * position's x, g = dL/dx (D values). g_a = t_a Phi(x_0), plus phi(x_0) sum_b t_b x_b at a = 0;
+ * without the gate (the plain product) g = t, and xr is not read. */
+template <class E = void, int D, class C>
+__device__ __forceinline__ void gate_backward_vals(int gate, const C (&t)[D], const C (&xr)[D], C (&g)[D])
 {
     using G = GateType<E, C>;
     if (!gate) {
 #pragma unroll
         for (int a = 0; a < D; ++a)
-            g[a * cs] = store<Tout>(t[a]);
+            g[a] = t[a];
         return;
     }
     const C x0 = xr[0], ph = gate_of<G>(x0), dph = gate_grad_of<G>(x0);
@@ -191,7 +215,18 @@ __device__ __forceinline__ void gate_backward_of(int gate, const C (&t)[D], cons
         s0 += t[a] * xr[a];
 #pragma unroll
     for (int a = 0; a < D; ++a)
-        g[a * cs] = store<Tout>(t[a] * ph + (a == 0 ? s0 * dph : C(0)));
+        g[a] = t[a] * ph + (a == 0 ? s0 * dph : C(0));
+}
+/* ... stored at g, components cs apart (store<Tout>'s rounding). */
+template <class E = void, int D, class C, class Tout>
+__device__ __forceinline__ void gate_backward_of(int gate, const C (&t)[D], const C (&xr)[D], Tout *__restrict__ g,
+                                                 int64_t cs)
+{
+    C v[D];
+    gate_backward_vals<E>(gate, t, xr, v);
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        g[a * cs] = store<Tout>(v[a]);
 }
 
 /* ... with x loaded (at the same stride) only where the gate needs it. */

@@ -222,6 +222,29 @@ __device__ __forceinline__ void prefetch_share(const E *x, const E *y, int64_t c
     }
 }
 
+/* One position's dL/dxg, dL/dyg (tx, ty) through the product's terms, from its x, y (xr, yr; xg, yg
+ * formed here: bf16 data (Tio) take the short erf and the hardware exp, gate_of, as fwd_prep's gate
+ * product does) and its G of pair q, g(q). */
+template <int ID, class Tio, int D, class GOf>
+__device__ __forceinline__ void gz_terms(int gate, const float (&xr)[D], const float (&yr)[D], GOf g, float (&tx)[D],
+                                         float (&ty)[D])
+{
+    using A = AlgebraTraits<ID>;
+    float xv[D], yv[D];
+    gelu_of<Tio>(gate, xr, xv);
+    gelu_of<Tio>(gate, yr, yv);
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        tx[a] = ty[a] = 0.f;
+    static_for<A::T>([&](auto tc) {
+        constexpr fc_term e = A::table.term[decltype(tc)::value];
+        constexpr int q = Plans<ID>::pair.term_pair[decltype(tc)::value];
+        const float gv = g(q);
+        tx[e.i] += float(e.sign) * yv[e.k] * gv;
+        ty[e.k] += float(e.sign) * xv[e.i] * gv;
+    });
+}
+
 /* gomap over go^T's panels (got_offset) of a chunk of B rows (4-D: 8 rows of a panel, row groups,
  * panels, components), boxes of a step's KS / 8 row groups x 64 batch positions x JG components;
  * wmap over the prepared W (Nop, N_in, P slots), boxes
@@ -316,6 +339,60 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
      * Cl(3,0)) */
     constexpr int SHARE = C::POS / C::GROUPS, ROUNDS = (SHARE + kSplitThreads - 1) / kSplitThreads;
     const int64_t BNi = cs;
+    /* Two adjacent columns a thread (PAIRS: bf16, one CTA, where the rounds' count does not grow:
+     * Cl(2,0)), so each component's x, y load and gx, gy store moves two values, each G read two
+     * (LDS.64), and every thread carries two positions' chains at once; where N_in is even and
+     * x, y, gx, gy are aligned to two elements, else one position a thread as below. gz -4% at
+     * Cl(2,0) bf16 (173 -> 166 us); in tf32 it measured 1% slower, so tf32 keeps one a thread
+     * (NOTES_FCGP.md session 37) */
+    constexpr int ROUNDS2 = (SHARE / 2 + kSplitThreads - 1) / kSplitThreads;
+    constexpr bool PAIRS = MODE == kBF16 && C::GROUPS == 1 && C::BN % 2 == 0 && 2 * ROUNDS2 <= ROUNDS;
+    if constexpr (PAIRS) {
+        auto al2 = [](const void *p, size_t e) { return p == nullptr || (uintptr_t)p % (2 * e) == 0; };
+        if (Ni % 2 == 0 && al2(x, sizeof(*x)) && al2(y, sizeof(*y)) && al2(gx, sizeof(Tio)) && al2(gy, sizeof(Tio))) {
+            float xr2[ROUNDS2][2][D], yr2[ROUNDS2][2][D];
+#pragma unroll
+            for (int i = 0; i < ROUNDS2; ++i) {
+                const int pl = i * kSplitThreads + tid, row = 2 * pl / C::BN, col = 2 * pl % C::BN;
+                const int64_t b = m0 + row, n = n0 + col; /* n even, so n + 1 < N_in with n */
+                if (pl < SHARE / 2 && b < B && n < Ni) {
+                    load_comps2(x + b * Ni + n, BNi, xr2[i]);
+                    load_comps2(y + b * Ni + n, BNi, yr2[i]);
+                }
+            }
+            __syncthreads(); /* every G staged */
+#pragma unroll
+            for (int i = 0; i < ROUNDS2; ++i) {
+                const int pl = i * kSplitThreads + tid, row = 2 * pl / C::BN, col = 2 * pl % C::BN;
+                const int64_t b = m0 + row, n = n0 + col;
+                if (pl >= SHARE / 2 || b >= B || n >= Ni)
+                    continue;
+                float2 gq[C::NP];
+                static_for<C::NP>([&](auto q) {
+                    constexpr int Q = decltype(q)::value; /* GS and col even: 8-byte aligned */
+                    const uint2 v = lds_b64(smem_u32(sG) + ((Q * C::BM + row) * C::GS + col) * 4);
+                    gq[Q] = make_float2(__uint_as_float(v.x), __uint_as_float(v.y));
+                });
+                float gxv[2][D], gyv[2][D];
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float tx[D], ty[D];
+                    gz_terms<ID, Tio>(gate, xr2[i][e], yr2[i][e], [&](int q) { return e ? gq[q].y : gq[q].x; }, tx, ty);
+                    gate_backward_vals<Tio>(gate, tx, xr2[i][e], gxv[e]);
+                    gate_backward_vals<Tio>(gate, ty, yr2[i][e], gyv[e]);
+                }
+                const int64_t off = b * Ni + n;
+#pragma unroll
+                for (int a = 0; a < D; ++a) {
+                    if (gx)
+                        store2(gx + off + a * BNi, gxv[0][a], gxv[1][a]);
+                    if (gy)
+                        store2(gy + off + a * BNi, gyv[0][a], gyv[1][a]);
+                }
+            }
+            return;
+        }
+    }
     float xr[ROUNDS][D], yr[ROUNDS][D];
 #pragma unroll
     for (int i = 0; i < ROUNDS; ++i) {
@@ -354,18 +431,8 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
             }
         });
         const int64_t off = b * Ni + n;
-        float xv[D], yv[D], tx[D] = {}, ty[D] = {};
-        /* xg, yg; bf16 data (Tio) take the short erf and the hardware exp (gate_of, gate_grad_of),
-         * as fwd_prep's gate does */
-        gelu_of<Tio>(gate, xr[i], xv);
-        gelu_of<Tio>(gate, yr[i], yv);
-        static_for<A::T>([&](auto tc) {
-            constexpr fc_term e = A::table.term[decltype(tc)::value];
-            constexpr int q = Plans<ID>::pair.term_pair[decltype(tc)::value];
-            const float gv = gq[q];
-            tx[e.i] += float(e.sign) * yv[e.k] * gv;
-            ty[e.k] += float(e.sign) * xv[e.i] * gv;
-        });
+        float tx[D], ty[D];
+        gz_terms<ID, Tio>(gate, xr[i], yr[i], [&](int q) { return gq[q]; }, tx, ty);
         if (gx)
             gate_backward_of<Tio>(gate, tx, xr[i], gx + off, BNi);
         if (gy)
