@@ -1,5 +1,6 @@
 """The Hopper labs (benchmarks/lab/: the wgmma lab, the rate labs of NOTES_FCGP.md session 19, and
-gz's spill lab of session 37) include the sm_90a PTX headers (csrc/cuda/wgmma.cuh, tma.cuh) and the forward kernel's pieces.
+gz's spill lab of session 37) include the sm_90a PTX headers (csrc/cuda/wgmma.cuh, tma.cuh) and
+the FCGP kernels' pieces.
 Compile them for sm_90a here, so CI (no GPU, but nvcc) catches a header or lab that no longer
 assembles, or warns. Their results need the H100 (docs/testing.md)."""
 
@@ -25,8 +26,8 @@ def nvcc():
 @pytest.mark.parametrize("lab,defines", [("wgmma_lab", []), ("wgmma_rate", []), ("tma_rate", []),
                                          ("gz_spills", ["-DFC_SM90A=1"])])
 def test_lab_compiles_for_sm90a(tmp_path, lab, defines):
-    cmd = [nvcc(), "-std=c++17", "-O1", "-I", str(ROOT / "csrc"), "-gencode=arch=compute_90a,code=sm_90a", *defines,
-           "-c", str(ROOT / "benchmarks" / "lab" / f"{lab}.cu"), "-o", str(tmp_path / f"{lab}.o")]
+    cmd = [nvcc(), "-std=c++17", "-O1", "-I", str(ROOT / "csrc"), "-gencode=arch=compute_90a,code=sm_90a",
+           *defines, "-c", str(ROOT / "benchmarks" / "lab" / f"{lab}.cu"), "-o", str(tmp_path / f"{lab}.o")]
     run = subprocess.run(cmd, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-4000:]
     assert "warning" not in run.stderr.lower(), run.stderr[-4000:]

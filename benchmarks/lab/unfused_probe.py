@@ -18,15 +18,14 @@ reach the L2's rate. Times: CUDA events, the L2 flushed before each whole pass o
 import argparse
 import statistics
 
-import numpy as np
 import torch
 
 from flashclifford.algebra import Algebra
+from flashclifford.bench.impls import fc_pairs
 
 
 def pairs_per_component(alg):
-    i, j, k = np.nonzero(alg.cayley)
-    pairs = set(zip(j.tolist(), alg.path_index[i, j, k].tolist(), strict=True))
+    pairs = fc_pairs(alg)
     return [sum(1 for (jj, _) in pairs if jj == c) for c in range(alg.cayley.shape[1])]
 
 
@@ -114,11 +113,12 @@ def main():
                    (("fwd", fwd), ("form", form_only), ("gz", gz), ("gz_gemm", gz_gemm), ("gW", gw_pass))}
             tf = lambda us: 2.0 * D * Q * B * N * N / (us * 1e-6) / 1e12  # noqa: E731
             print(f"  chunk {Bc:5d} x{n}: fwd {res['fwd']:7.1f} us (form {res['form']:6.1f}), "
-                  f"gz {res['gz']:7.1f} (GEMM alone {res['gz_gemm']:6.1f}, {tf(res['gz_gemm']):.0f} TFLOPS padded), "
+                  f"gz {res['gz']:7.1f} (GEMM alone {res['gz_gemm']:6.1f}, "
+                  f"{tf(res['gz_gemm']):.0f} TFLOPS padded), "
                   f"gW {res['gW']:7.1f}; ratios to bmm: fwd {res['fwd'] / t_bmm:.2f}, "
                   f"gz {res['gz'] / t_bmm:.2f}, gW {res['gW'] / t_bmm:.2f}")
             del P, G, out, red, gw, gwb
-        del Wcat, x, go, b
+        del Wcat, x, y, go, b
         torch.cuda.empty_cache()
 
 

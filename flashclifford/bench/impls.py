@@ -99,11 +99,16 @@ class Spec:
         return f"{op} {self.alg.name} {self.dtype}{prec} B={self.B} N={self.N}"
 
 
-def fc_products(alg: Algebra) -> int:
-    """T': the number of distinct (output component j, path) pairs, i.e. the matrix products
-    of shape (B x N_in) @ (N_in x N_out) that FCGP is the sum of (14 for Cl(2,0), 44 for Cl(3,0))."""
+def fc_pairs(alg: Algebra) -> set[tuple[int, int]]:
+    """The distinct (output component j, path) pairs of FCGP: each is one matrix product of shape
+    (B x N_in) @ (N_in x N_out) that FCGP is the sum of."""
     i, j, k = np.nonzero(alg.cayley)
-    return len(set(zip(j.tolist(), alg.path_index[i, j, k].tolist(), strict=True)))
+    return set(zip(j.tolist(), alg.path_index[i, j, k].tolist(), strict=True))
+
+
+def fc_products(alg: Algebra) -> int:
+    """T': how many (output component, path) pairs (fc_pairs) there are (14 for Cl(2,0), 44 for Cl(3,0))."""
+    return len(fc_pairs(alg))
 
 
 def _seed(spec: Spec) -> int:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 37's device calls (`kind: nvidia-h100-x1`, carry [".nvcc_cache.tgz"]; logs to $OUT, the
 # key lines to stdout since only 8 files come back). First, here:
-#   bash benchmarks/results/fcgp-s37/calls.sh fill PATCH   (the patched copy's objects, then main's)
+#   bash benchmarks/results/fcgp-s37/calls.sh fill PATCH   (the patched copy's objects, then main's;
+#      this session pruned the older entries by hand, which the fill now does itself)
 #   H: the unfused probe (benchmarks/lab/unfused_probe.py: what plain GEMMs between L2-resident
 #      elementwise passes would reach, cuBLAS standing in), then main against fwd_early.patch (the
 #      forward's producer brings the first stages' x, y and W as stored before its PDL wait), the
@@ -45,7 +46,11 @@ fill)
     tar --exclude=./.git --exclude=./build --exclude=./gpu_check_out --exclude='*.so' --exclude=./.nvcc_cache \
         --exclude=./.nvcc_cache.tgz -cf - . | tar -C "$T" -xf -
     (cd "$T" && git apply "$OLDPWD/$p") || exit 1
-    CACHE="$PWD/.nvcc_cache" KEEP=1 bash "$T/benchmarks/nvcc_cache_fill.sh" && KEEP=1 bash benchmarks/nvcc_cache_fill.sh
+    # the entries neither build uses go (the call carries 64 MiB with the tree): those older than this
+    stamp=$(mktemp)
+    sleep 1
+    CACHE="$PWD/.nvcc_cache" KEEP=1 bash "$T/benchmarks/nvcc_cache_fill.sh" && SINCE="$stamp" bash benchmarks/nvcc_cache_fill.sh
+    rm -f "$stamp"
     ;;
 H)
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader

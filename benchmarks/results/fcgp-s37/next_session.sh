@@ -2,10 +2,10 @@
 # Session 38, prepared in session 37 (not run): gz_ovl_kernel (gz_overlap.patch, branch
 # s37-gz-overlap): the input gradient at Cl(2,0) with each tile's epilogue beside the next tile's K
 # loop, behind FLASHCLIFFORD_FCGP_GZ_OVERLAP (off by default). Compiled here (no spills, ptxas), never
-# run. First, here (no GPU): the carried objects of main and of the patched copy, then the stale
-# ones dropped (calls.sh fill keeps everything; the call carries at most 64 MiB with the tree):
-#   touch /tmp/stamp && bash benchmarks/results/fcgp-s37/calls.sh fill benchmarks/results/fcgp-s37/gz_overlap.patch
-#   find .nvcc_cache -name '*.o' ! -newer /tmp/stamp -delete && tar -czf .nvcc_cache.tgz .nvcc_cache
+# run. First, here (no GPU): the carried objects of main and of the patched copy, the stale ones
+# dropped (the call carries at most 64 MiB with the tree; done at the end of session 37, redo if
+# main's CUDA sources changed since or .nvcc_cache.tgz is gone):
+#   bash benchmarks/results/fcgp-s37/calls.sh fill benchmarks/results/fcgp-s37/gz_overlap.patch
 # then the device call (`kind: nvidia-h100-x1`, carry [".nvcc_cache.tgz"], timeout 600):
 #   O: main against the patched tree under the defaults and GZ_OVERLAP=1, twice each, the Cl(2,0)
 #      cells (in main's tree the switch does nothing: a noise reference); then in the patched tree
