@@ -57,6 +57,12 @@ __device__ __forceinline__ uint2 lds_b64(uint32_t a)
     asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(a));
     return v;
 }
+/* ... and a store of two floats: through a pointer into the ring the compiler issued a generic
+ * ST.E.64 (gz's staging of G, 4.4% of its stall samples at Cl(2,0) bf16: NOTES_FCGP.md session 37) */
+__device__ __forceinline__ void sts_f32x2(uint32_t a, float v0, float v1)
+{
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(v0), "f"(v1) : "memory");
+}
 
 /* Logical K position L (0 .. KS-1) inside a step -> the physical column it is read from. */
 __host__ __device__ constexpr int phys_col(int mode, int L)

@@ -275,6 +275,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         tma::load_3d(buf + C::OB, &wmap, s * C::KS, n0, grp * C::PS, bar);
     };
     float *sG = (float *)smem; /* after the K loop, over the ring: G[pair - grp QG][row GS + column] */
+    const uint32_t sg = smem_u32(sG);
 
     /* the K loop and the staging of G for one (group, warpgroup): each has its own accumulator
      * array, cut into its own components' runs (one wgmma's accumulators are one run of registers) */
@@ -295,9 +296,15 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
          * the non-.aligned form (bar.sync is barrier.sync.aligned: one instruction for all) */
         asm volatile("barrier.sync 1, 256;\n" ::: "memory");
         /* pair q0 + ql of this warpgroup's nq (the array holds QW, the most of either warpgroup) */
+        /* tf32 by shared-window address (sts_f32x2): gz -3.2% at Cl(3,0), -0.9% Cl(2,0); bf16 kept the
+         * generic stores, as with it gz measured +1.0% at Cl(3,0), +0.1% Cl(2,0) (H200, B 4096,
+         * N 512: NOTES_FCGP.md session 38) */
         each_pair<C::QW, C::BN, nq>(acc, [&](int ql, int c, int h, float v0, float v1) {
-            *(float2 *)&sG[((q0 - GR * C::QG + ql) * C::BM + 16 * warp + g + 8 * h) * C::GS + 8 * c + 2 * t] =
-                make_float2(v0, v1);
+            const int at = ((q0 - GR * C::QG + ql) * C::BM + 16 * warp + g + 8 * h) * C::GS + 8 * c + 2 * t;
+            if constexpr (MODE == kTF32)
+                sts_f32x2(sg + at * 4, v0, v1);
+            else
+                *(float2 *)&sG[at] = make_float2(v0, v1);
         });
     };
     using I0 = std::integral_constant<int, 0>;
