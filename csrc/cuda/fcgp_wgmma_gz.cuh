@@ -295,10 +295,10 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
          * barrier 1 over the CTA's 256 threads, each warpgroup reaching it from its own code, so
          * the non-.aligned form (bar.sync is barrier.sync.aligned: one instruction for all) */
         asm volatile("barrier.sync 1, 256;\n" ::: "memory");
-        /* pair q0 + ql of this warpgroup's nq (the array holds QW, the most of either warpgroup) */
-        /* tf32 by shared-window address (sts_f32x2): gz -3.2% at Cl(3,0), -0.9% Cl(2,0); bf16 kept the
-         * generic stores, as with it gz measured +1.0% at Cl(3,0), +0.1% Cl(2,0) (H200, B 4096,
-         * N 512: NOTES_FCGP.md session 38) */
+        /* pair q0 + ql of this warpgroup's nq (the array holds QW, the most of either warpgroup);
+         * tf32 stores by shared-window address (sts_f32x2: gz -3.2% at Cl(3,0), -0.9% Cl(2,0)),
+         * bf16 keeps the generic ones (with sts_f32x2 gz measured +1.0% at Cl(3,0), +0.1% Cl(2,0);
+         * H200, B 4096, N 512: NOTES_FCGP.md session 38) */
         each_pair<C::QW, C::BN, nq>(acc, [&](int ql, int c, int h, float v0, float v1) {
             const int at = ((q0 - GR * C::QG + ql) * C::BM + 16 * warp + g + 8 * h) * C::GS + 8 * c + 2 * t;
             if constexpr (MODE == kTF32)
