@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Session 38's device calls (`kind: nvidia-h200`: no H100 was lent this session; carry
-# [".nvcc_cache.tgz"]; logs to $OUT, the key lines to stdout since only 8 files come back).
+# [".nvcc_cache.tgz"]; logs to $OUT, the key lines to stdout since only 8 files come back). The
+# preamble and the build and bench steps moved into ../call_lib.sh after the calls ran (the same
+# commands).
 #   O: (results/fcgp-s37/next_session.sh O, run as written) the overlapped gz A/B
 #   A: main's GPU check on the H200: the build from the carried objects; the three FCGP test files;
 #      the issue-4 bench; the SASS check; memcheck --hopper; racecheck over fcgp_hang_check's
@@ -19,20 +21,14 @@
 #      machine with D's build, as callE/output_tail.txt records)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-R=${OUT:-gpu_check_out}
-mkdir -p "$R"
-export OUT="$R"
-END=$((SECONDS + ${CALL_S:-570}))
-room() { [ $((END - SECONDS)) -ge "$1" ] || { echo "skipped (${2}): $((END - SECONDS)) s left, needs $1"; return 1; }; }
+. benchmarks/results/call_lib.sh # R, END, room, build, bench
 case "${1:-}" in
 A)
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-    STAGES=build timeout 300 bash tests/gpu_check.sh | tail -n 3
-    echo "objects from the carried cache: $(grep -o 'unchanged, object from' "$R/build.log" | wc -l)"
+    build
     room 260 tests && GPU_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
         TEST_TIMEOUT_S=$((END - SECONDS - 200)) STAGES=test bash tests/gpu_check.sh | grep -E "passed|failed|error" | tail -n 5
-    room 85 bench && { STAGES=bench_fcgp timeout 95 bash tests/gpu_check.sh >/dev/null 2>&1; echo "bench rc $?"; }
-    grep -hE "copy bandwidth|^fcgp" "$R"/bench_fcgp*.log 2>/dev/null
+    room 85 bench && bench
     room 30 memcheck && SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 60 bash tests/gpu_check.sh |
         tail -n 3
     room 100 sass && STAGES=sass timeout 115 bash tests/gpu_check.sh | tail -n 8
@@ -65,12 +61,10 @@ C)
         bash benchmarks/fcgp_hang_check.sh)
     ;;
 D)
-    STAGES=build timeout 200 bash tests/gpu_check.sh | tail -n 1
-    echo "objects from the carried cache: $(grep -o 'unchanged, object from' "$R/build.log" | wc -l)"
+    BUILD_S=200 build
     GPU_TESTS="tests/test_gpu_fcgp_sm90.py -k float32" TEST_TIMEOUT_S=$((END - SECONDS - 90)) STAGES=test \
         bash tests/gpu_check.sh | grep -E "passed|failed|error" | tail -n 3
-    room 80 bench && { STAGES=bench_fcgp timeout $((END - SECONDS)) bash tests/gpu_check.sh >/dev/null 2>&1; echo "bench rc $?"; }
-    grep -hE "copy bandwidth|^fcgp" "$R"/bench_fcgp*.log 2>/dev/null
+    room 80 bench && bench $((END - SECONDS))
     ;;
 *)
     echo "usage: $0 A | B | C | D"; exit 2 ;;
