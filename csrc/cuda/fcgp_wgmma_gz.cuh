@@ -377,7 +377,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
                 float2 gq[C::NP];
                 static_for<C::NP>([&](auto q) {
                     constexpr int Q = decltype(q)::value; /* GS and col even: 8-byte aligned */
-                    const uint2 v = lds_b64(smem_u32(sG) + ((Q * C::BM + row) * C::GS + col) * 4);
+                    const uint2 v = lds_b64(sg + ((Q * C::BM + row) * C::GS + col) * 4);
                     gq[Q] = make_float2(__uint_as_float(v.x), __uint_as_float(v.y));
                 });
                 float gxv[2][D], gyv[2][D];
@@ -431,7 +431,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         static_for<C::NP>([&](auto q) {
             constexpr int Q = decltype(q)::value;
             if constexpr (C::GROUPS == 1) {
-                gq[Q] = __uint_as_float(lds_b32(smem_u32(sG) + ((Q * C::BM + row) * C::GS + col) * 4));
+                gq[Q] = __uint_as_float(lds_b32(sg + ((Q * C::BM + row) * C::GS + col) * 4));
             } else {
                 constexpr int r = Q / C::QG;
                 gq[Q] = tma::ld_cluster_f32(gbase[r] + (((Q - r * C::QG) * C::BM + row) * C::GS + col) * 4);
