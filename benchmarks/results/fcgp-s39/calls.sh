@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Session 39's device calls (kind nvidia-h200; carry [".nvcc_cache.tgz"], timeout 600). The
+# objects of main and of both patched copies are filled into .nvcc_cache.tgz here first
+# (NOTES_FCGP.md session 38 item 6 has the commands).
+#   S: gz's bf16 A operand read by the wgmma from shared memory (gz_ss.patch: go^T's panels as an
+#      MN-major operand in the 32-byte swizzle, no ldmatrix, no A registers; the step still
+#      waits for its wgmmas) and the same with each step's wgmmas in flight through the next
+#      step's issue (gz_ss_lag.patch, branch s39-gz-ss), against main: the bf16 cells under the
+#      default KK and GZ_KK=2; then in the lag tree the bf16 backward tests (and test_backward
+#      under GZ_KK=2 and 1, whose panels lie KS rows apart), racecheck over the bf16 small cases
+#      (2, 3, 6, 7), and issue 4's bench there.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, room, build, bench
+S=benchmarks/results/fcgp-s39
+F=tests/test_gpu_fcgp_sm90.py
+K16="bf16 or bfloat16"
+tests_in() { # tree, label, env, pytest args...
+    local t=$1 label=$2 e=$3
+    shift 3
+    (cd "$t" && env $e PYTHONPATH="$t" timeout $((END - SECONDS - 30)) python3 -m pytest -q -m gpu -p no:cacheprovider "$@" \
+        >"$R/pytest_$label.log" 2>&1)
+    echo "tests $label ($e): rc $? $(tail -n 1 "$R/pytest_$label.log")"
+    grep -E "^FAILED" "$R/pytest_$label.log" | head -n 6
+}
+case "${1:-}" in
+S)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    PATCHES="$S/gz_ss.patch $S/gz_ss_lag.patch" PARTS_S=40 SETTINGS="base;FLASHCLIFFORD_FCGP_GZ_KK=2" \
+        CELLS="3,bfloat16,4096,512 2,bfloat16,4096,512" \
+        timeout 260 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "^Cl.*(backward|bmm)|gz_tma|^=|^#|rror|fail" | tail -n 60
+    T=/tmp/fc_tree_gz_ss_lag
+    room 100 tests && tests_in "$T" lag "" "$F" -k "backward and ($K16)"
+    if ! grep -q " passed" "$R/pytest_lag.log" || grep -q " failed" "$R/pytest_lag.log"; then
+        room 100 "tests without the lag" && tests_in /tmp/fc_tree_gz_ss ss "" "$F" -k "backward and ($K16)"
+    fi
+    room 70 "tests KK 2" && tests_in "$T" lag_kk2 FLASHCLIFFORD_FCGP_GZ_KK=2 "$F::test_backward" -k "$K16"
+    room 70 "tests KK 1" && tests_in "$T" lag_kk1 FLASHCLIFFORD_FCGP_GZ_KK=1 "$F::test_backward" -k "$K16"
+    for i in 2 3 6 7; do
+        room 30 "racecheck $i" || break
+        (cd "$T" && PYTHONPATH="$T" timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp \
+            python3 benchmarks/fcgp_hang_check.py --small "$i" >"$R/racecheck_case$i.log" 2>&1)
+        echo "racecheck case $i: rc $? $(grep -h "RACECHECK SUMMARY" "$R/racecheck_case$i.log")"
+    done
+    room 100 bench && (cd "$T" && OUT="$R/lag" bash -c '. benchmarks/results/call_lib.sh; bench 95')
+    ;;
+*)
+    echo "usage: $0 S"; exit 2 ;;
+esac
