@@ -119,50 +119,42 @@ template <int ID, int MODE, int KK = 1> struct GzCfg {
     static_assert(SMEM <= 227 * 1024, "the stages and G fit");
 };
 
-/* This thread's A fragment of go_j for component jl and K chunk kk of the CTA's go^T tile, a box
- * of go^T's panels (got_offset): [component][64 / KSB steps of the batch][KS N_out rows][32
+/* tf32: this thread's A fragment of go_j for component jl and K chunk kk of the CTA's go^T tile,
+ * a box of go^T's panels (got_offset): [component][64 / 8 steps of the batch][KS N_out rows][32
  * bytes], a row's 16-byte halves swapped in rows 4-7 of every 8 (the panels' swizzle); warp w's
  * batch rows are 16 w .. 16 w + 15 of the tile. A order: (g, t), (g + 8, t), (g, t + 4), (g + 8,
- * t + 4) in tf32, the same with column pairs 2t, 2t + 8 in bf16. tf32: positions 2g, 2g + 1
- * (got_row) hold rows g, g + 8, so each column is one 8-byte load; columns t and t + 4 are N_out
- * rows t and t + 4 of the chunk, so a half warp's loads cover the 32 banks once. bf16: one
- * transposing ldmatrix (4 matrices of 8 N_out rows x 8 positions; the swizzle spreads a
- * matrix's rows over the banks). */
-template <int MODE, int KS, int KK>
-__device__ __forceinline__ void go_frag(uint32_t (&a)[4], uint32_t tile, int jl, int kk, int warp, int lane)
+ * t + 4). Positions 2g, 2g + 1 (got_row) hold rows g, g + 8, so each column is one 8-byte load;
+ * columns t and t + 4 are N_out rows t and t + 4 of the chunk, so a half warp's loads cover the
+ * 32 banks once. (bf16 reads the same panels as an MN-major shared-memory operand: gz_step.) */
+template <int KS>
+__device__ __forceinline__ void go_frag_tf32(uint32_t (&a)[4], uint32_t tile, int jl, int kk, int warp, int lane)
 {
-    constexpr int KSB = MODE == kTF32 ? 8 : 16, PANEL = 64 / KSB; /* positions a panel row; steps a tile */
+    constexpr int PANEL = 64 / 8; /* steps a tile, 8 positions a panel row */
     auto row = [&](int step, int n) { return tile + ((jl * PANEL + step) * KS + n) * 32; };
-    if constexpr (MODE == kTF32) {
-        const int g = lane / 4, t = lane % 4, step = 2 * warp + g / 4, e = (2 * g) % 8; /* position 2g */
-        const uint2 lo = lds_b64(row(step, kk * 8 + t) + e * 4);             /* column t: rows 0-3 unswapped */
-        const uint2 hi = lds_b64(row(step, kk * 8 + t + 4) + (e ^ 4) * 4); /* column t + 4: swapped */
-        a[0] = lo.x, a[1] = lo.y, a[2] = hi.x, a[3] = hi.y;
-    } else {
-        /* matrix lane / 8: batch + 8 for the odd ones (the row's other half), N_out + 8 for the
-         * last two */
-        const int mat = lane / 8, n = kk * 16 + (mat / 2) * 8 + lane % 8, half = (mat % 2) ^ ((n >> 2) & 1);
-        ldsm_x4_t(a, row(warp, n) + half * 16);
-    }
+    const int g = lane / 4, t = lane % 4, step = 2 * warp + g / 4, e = (2 * g) % 8; /* position 2g */
+    const uint2 lo = lds_b64(row(step, kk * 8 + t) + e * 4);             /* column t: rows 0-3 unswapped */
+    const uint2 hi = lds_b64(row(step, kk * 8 + t + 4) + (e ^ 4) * 4); /* column t + 4: swapped */
+    a[0] = lo.x, a[1] = lo.y, a[2] = hi.x, a[3] = hi.y;
 }
 
-/* One warpgroup's step (CTA group GR, warpgroup WG): the A fragments of its components of go
- * for each K chunk, then one wgmma a chunk and component j on the side-by-side W tiles of j's
- * paths into j's pairs' accumulators (adjacent: pairs are ordered by j, then by path, which is
- * slot order within a grade), all in flight together. */
+/* One warpgroup's step (CTA group GR, warpgroup WG): one wgmma a K chunk and component j of go on
+ * the side-by-side W tiles of j's paths into j's pairs' accumulators (adjacent: pairs are ordered
+ * by j, then by path, which is slot order within a grade), all in flight together, then waited
+ * for. tf32 forms its A fragments in registers first (tf32 has no MN-major operand). */
 template <int ID, int MODE, int KK, int GR, int WG>
 __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][GzCfg<ID, MODE, KK>::BN / 2],
                                         uint32_t go_smem, uint32_t w_smem, int warp, int lane)
 {
     using C = GzCfg<ID, MODE, KK>;
     constexpr int jl0 = WG * C::JW, j0 = GR * C::JG + jl0, q0 = Plans<ID>::pair.jbegin[j0];
-    uint32_t a[KK][C::JW][4];
-    static_for<KK>([&](auto kk) {
-        static_for<C::JW>([&](auto u) { /* go^T is tf32-rounded already */
-            go_frag<MODE, C::KS, KK>(a[decltype(kk)::value][decltype(u)::value], go_smem, jl0 + decltype(u)::value,
-                                     decltype(kk)::value, warp, lane);
+    uint32_t a[KK][C::JW][4]; /* tf32 only */
+    if constexpr (MODE == kTF32)
+        static_for<KK>([&](auto kk) {
+            static_for<C::JW>([&](auto u) { /* go^T is tf32-rounded already */
+                go_frag_tf32<C::KS>(a[decltype(kk)::value][decltype(u)::value], go_smem, jl0 + decltype(u)::value,
+                                    decltype(kk)::value, warp, lane);
+            });
         });
-    });
     wg::fence();
     static_for<KK>([&](auto kk) {
         static_for<C::JW>([&](auto u) {
@@ -170,15 +162,27 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
             constexpr int N = (Plans<ID>::pair.jbegin[j + 1] - qa) * C::BN;
             constexpr int w_off = (C::slots.first[j] - GR * C::PS) * C::BN * C::RB + 32 * decltype(kk)::value;
             float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(&acc[qa - q0][0]);
-            wg::MmaRS<MODE, N>::run(d, a[decltype(kk)::value][decltype(u)::value],
-                                    wg::desc_kmajor_swz<C::RB>(w_smem + w_off), 1);
+            const uint64_t b = wg::desc_kmajor_swz<C::RB>(w_smem + w_off);
+            if constexpr (MODE == kTF32) {
+                wg::MmaRS<MODE, N>::run(d, a[decltype(kk)::value][decltype(u)::value], b, 1);
+            } else {
+                /* bf16: A read by the wgmma from go^T's panels as they lie (MN-major, the 32-byte
+                 * swizzle): 16 batch positions a panel row, the tile's 4 panels KS rows of 32
+                 * bytes apart, K chunk kk at row 16 kk. No ldmatrix, no A registers: gz -2.8% at
+                 * Cl(3,0) bf16 (303.6 -> 295.2 us), -1.2% at Cl(2,0) (H200, B 4096, N 512,
+                 * NOTES_FCGP.md session 39; each step's wgmmas left in flight through the next
+                 * step's issue measured no faster) */
+                constexpr int a_off = ((jl0 + decltype(u)::value) * (64 / C::KSB) * C::KS + 16 * decltype(kk)::value) * 32;
+                wg::MmaSS<MODE, N>::run(d, wg::desc_mn_sw32(go_smem + a_off, C::KS * 32, 256), b, 1);
+            }
         });
     });
     wg::commit();
     wg::wait<0>();
+    if constexpr (MODE == kTF32)
 #pragma unroll
-    for (int kk = 0; kk < KK; ++kk) /* the A registers stay unused until the wgmmas reading them retire */
-        wg::fence_operands(a[kk]);
+        for (int kk = 0; kk < KK; ++kk) /* the A registers stay unused until the wgmmas reading them retire */
+            wg::fence_operands(a[kk]);
 }
 
 /* The registers of every warpgroup in gz's epilogue, which all three share: the launch's, evenly. */

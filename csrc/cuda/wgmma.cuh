@@ -3,7 +3,8 @@
  * registers by the 128 threads of a warpgroup, B (K x N) in shared memory, D (64 x N) in
  * fp32 registers. K = 8 (tf32) or 16 (bf16, f16); N = 32, 64 or 128 (the forward), 96, 128 and
  * 192 (tf32, bf16: the input gradient), 48 (tf32, bf16: the weight gradient), 256 (tf32, bf16:
- * benchmarks/lab/wgmma_rate.cu's wider shapes).
+ * benchmarks/lab/wgmma_rate.cu's wider shapes). One form reads A from shared memory too (MmaSS:
+ * the bf16 input gradient's go^T panels, MN-major).
  *
  * Register fragments (PTX ISA, "Register Fragments" of wgmma): warp w of the warpgroup
  * holds rows 16w .. 16w + 15; lane = 4 g + t holds
@@ -60,6 +61,16 @@ template <int RB> __device__ __forceinline__ uint64_t desc_kmajor_swz(uint32_t a
 __device__ __forceinline__ uint64_t desc_mn_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo)
 {
     return desc_kmajor(addr, lbo, sbo) | (uint64_t)1 << 62;
+}
+
+/* Descriptor of an MN-major 16-bit operand in the 32-byte swizzle (layout type 3): atoms of 16
+ * values along M or N (32 bytes) by 8 K rows 32 bytes apart (256 contiguous bytes, the two
+ * 16-byte halves of a row swapped in rows 4-7), the next 16 values of M or N lbo bytes on, the
+ * next 8 K rows sbo bytes on (the roles CUTLASS's make_gmma_desc<Major::MN> gives SW32). The
+ * atom starts on a 256-byte boundary. */
+__device__ __forceinline__ uint64_t desc_mn_sw32(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return desc_kmajor(addr, lbo, sbo) | (uint64_t)3 << 62;
 }
 
 /* Orders this thread's earlier register writes (A fragments, accumulators) before the
@@ -235,6 +246,37 @@ FC_WG_RS(kBF16, 256, 16, "bf16", 0, ", 0")
 FC_WG_RS(kBF16, 64, 16, "bf16", 1, ", 1")
 FC_WG_RS(kBF16, 128, 16, "bf16", 1, ", 1")
 #undef FC_WG_RS
+
+/* d (+)= A * B with both operands in shared memory, bf16: MmaSS<MODE, N>::run(d, desc_a,
+ * desc_b, scale_d), A MN-major (imm-trans-a = 1: gz's go^T panels, desc_mn_sw32), B K-major
+ * (imm-trans-b = 0). No A registers, so a step's wgmmas can stay in flight while the next
+ * step's issue. Operands: D, then the two descriptors and the scale-d flag. */
+template <int MODE, int N> struct MmaSS;
+#if FC_HAVE_WGMMA
+#define FC_WG_SS(MODE, N, TY, AB, S)                                                                       \
+    template <> struct MmaSS<MODE, N> {                                                                    \
+        static __device__ __forceinline__ void run(float (&d)[N / 2], uint64_t a, uint64_t b, int scale_d) \
+        {                                                                                                  \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " S ", 0;\n"                                    \
+                         "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " " FC_WG_D##N ", " AB   \
+                         ", p, 1, 1, 1, 0;\n}\n"                                                           \
+                         : FC_WG_C##N(d)                                                                   \
+                         : "l"(a), "l"(b), "r"(scale_d));                                                  \
+        }                                                                                                  \
+    };
+#else
+#define FC_WG_SS(MODE, N, TY, AB, S)                                                                       \
+    template <> struct MmaSS<MODE, N> {                                                                    \
+        static __device__ __forceinline__ void run(float (&)[N / 2], uint64_t, uint64_t, int) { __trap(); } \
+    };
+#endif
+FC_WG_SS(kBF16, 32, "bf16", "%16, %17", "%18")
+FC_WG_SS(kBF16, 48, "bf16", "%24, %25", "%26")
+FC_WG_SS(kBF16, 64, "bf16", "%32, %33", "%34")
+FC_WG_SS(kBF16, 96, "bf16", "%48, %49", "%50")
+FC_WG_SS(kBF16, 128, "bf16", "%64, %65", "%66")
+FC_WG_SS(kBF16, 192, "bf16", "%96, %97", "%98")
+#undef FC_WG_SS
 
 } // namespace wg
 } // namespace fcgp
