@@ -9,6 +9,7 @@
 #      default KK and GZ_KK=2; then in the lag tree the bf16 backward tests (and test_backward
 #      under GZ_KK=2 and 1, whose panels lie KS rows apart), racecheck over the bf16 small cases
 #      (2, 3, 6, 7), and issue 4's bench there.
+#   F: main once gz_ss is merged: its checks (see the case).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench
@@ -44,6 +45,26 @@ S)
     done
     room 100 bench && (cd "$T" && OUT="$R/lag" bash -c '. benchmarks/results/call_lib.sh; bench 95')
     ;;
+F)
+    # main with gz_ss merged (c01b1b6: the 12 bf16-mode gz kernels changed, every other sm_90a
+    # kernel's PTX as before): build, the bf16 backward tests (and test_backward under GZ_KK=2, 1),
+    # racecheck over the bf16 small cases, issue 4's bench, the SASS check, memcheck
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 120 tests && tests_in "$PWD" main "" "$F" -k "backward and ($K16)"
+    for i in 2 3 6 7; do
+        room 30 "racecheck $i" || break
+        timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp \
+            python3 benchmarks/fcgp_hang_check.py --small "$i" >"$R/racecheck_case$i.log" 2>&1
+        echo "racecheck case $i: rc $? $(grep -h "RACECHECK SUMMARY" "$R/racecheck_case$i.log")"
+    done
+    room 100 bench && bench
+    room 100 sass && STAGES=sass timeout 115 bash tests/gpu_check.sh | tail -n 8
+    room 40 memcheck && SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 60 bash tests/gpu_check.sh |
+        tail -n 3
+    room 50 "tests KK 2" && tests_in "$PWD" main_kk2 FLASHCLIFFORD_FCGP_GZ_KK=2 "$F::test_backward" -k "$K16"
+    room 50 "tests KK 1" && tests_in "$PWD" main_kk1 FLASHCLIFFORD_FCGP_GZ_KK=1 "$F::test_backward" -k "$K16"
+    ;;
 *)
-    echo "usage: $0 S"; exit 2 ;;
+    echo "usage: $0 S | F"; exit 2 ;;
 esac
