@@ -6,8 +6,8 @@
  * A = go_j, loaded down the batch from a tile of go^T (the one copy of go the backward makes,
  * which gW reads too, in step panels: got_offset; 64 batch rows x a step's KK x 32 bytes of
  * N_out rows x components): tf32 an 8-byte load a fragment pair (go^T's batch order puts a
- * thread's rows g, g + 8 side by side, got_row), bf16 one transposing ldmatrix a component; no
- * pairs to form. B = W[p] as stored (rows of N_in, N_out contiguous) in a prepared copy,
+ * thread's rows g, g + 8 side by side, got_row), bf16 read by the wgmma from shared memory as
+ * it lies (an MN-major operand); no pairs to form. B = W[p] as stored (rows of N_in, N_out contiguous) in a prepared copy,
  * tf32-rounded, and the paths in slot order (GzSlots: by output grade) (prep_wz of
  * fcgp_sm90a.cu), brought in rows of a step's KK x 32 bytes in the swizzle of that width. A step
  * holds KK wgmma K chunks, with one barrier wait, one wgmma wait and one release (KK = 1 spent

@@ -54,7 +54,7 @@ F)
     room 120 tests && tests_in "$PWD" main "" "$F" -k "backward and ($K16)"
     for i in 2 3 6 7; do
         room 30 "racecheck $i" || break
-        timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp \
+        PYTHONPATH="$PWD" timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp \
             python3 benchmarks/fcgp_hang_check.py --small "$i" >"$R/racecheck_case$i.log" 2>&1
         echo "racecheck case $i: rc $? $(grep -h "RACECHECK SUMMARY" "$R/racecheck_case$i.log")"
     done
