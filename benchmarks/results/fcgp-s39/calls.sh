@@ -10,6 +10,7 @@
 #      under GZ_KK=2 and 1, whose panels lie KS rows apart), racecheck over the bf16 small cases
 #      (2, 3, 6, 7), and issue 4's bench there.
 #   F: main once gz_ss is merged: its checks (see the case).
+#   L: gz's K loop taken apart: the copies alone, the wgmmas alone (see the case).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench
@@ -65,6 +66,16 @@ F)
     room 50 "tests KK 2" && tests_in "$PWD" main_kk2 FLASHCLIFFORD_FCGP_GZ_KK=2 "$F::test_backward" -k "$K16"
     room 50 "tests KK 1" && tests_in "$PWD" main_kk1 FLASHCLIFFORD_FCGP_GZ_KK=1 "$F::test_backward" -k "$K16"
     ;;
+L)
+    # gz's K loop taken apart (lab patches on main c01b1b6+, never merged; no gradients written, no
+    # tests): the K loop and staging (gz_lab_kloop2, session 38's kloop on today's main), the copies
+    # alone (gz_lab_fill: the consumers wait and release, no wgmma), the wgmmas alone (gz_lab_mma:
+    # no copies, each step released at once); one run a tree, main as the base
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    PATCHES="$S/gz_lab_kloop2.patch $S/gz_lab_fill.patch $S/gz_lab_mma.patch" PARTS_S=40 SETTINGS="base" \
+        CELLS="3,float32,4096,512 3,bfloat16,4096,512 2,bfloat16,4096,512" \
+        timeout 200 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "^Cl.*(backward|bmm)|gz_tma|^=|^#|rror|fail" | tail -n 60
+    ;;
 *)
-    echo "usage: $0 S | F"; exit 2 ;;
+    echo "usage: $0 S | F | L"; exit 2 ;;
 esac
