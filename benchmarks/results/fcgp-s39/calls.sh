@@ -11,6 +11,8 @@
 #      (2, 3, 6, 7), and issue 4's bench there.
 #   F: main once gz_ss is merged: its checks (see the case).
 #   L: gz's K loop taken apart: the copies alone, the wgmmas alone (see the case).
+#   P, A: prepared for session 40, not run: L with the backward's chain off; main's checks and
+#      the issue-4 table where an H100 is lent.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench
@@ -76,6 +78,28 @@ L)
         CELLS="3,float32,4096,512 3,bfloat16,4096,512 2,bfloat16,4096,512" \
         timeout 200 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "^Cl.*(backward|bmm)|gz_tma|^=|^#|rror|fail" | tail -n 60
     ;;
+P)
+    # prepared for session 40 (not run): call L again with the backward's programmatic chain off,
+    # so that gz's measured span holds no part of gW's last round, and each tree under GZ_KK=2
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    PATCHES="$S/gz_lab_kloop2.patch $S/gz_lab_fill.patch $S/gz_lab_mma.patch" PARTS_S=40 \
+        SETTINGS="FLASHCLIFFORD_FCGP_BWD_PDL=0;FLASHCLIFFORD_FCGP_BWD_PDL=0 FLASHCLIFFORD_FCGP_GZ_KK=2" \
+        CELLS="3,float32,4096,512 3,bfloat16,4096,512 2,bfloat16,4096,512" \
+        timeout 300 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "^Cl.*(backward|bmm)|gz_tma|^=|^#|rror|fail" | tail -n 90
+    ;;
+A)
+    # prepared for session 40 (not run): where an H100 kind is lent (issue 4's device), main's checks
+    # and the issue-4 table there: the three FCGP test files, the bench, memcheck, SASS, racecheck
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 260 tests && GPU_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
+        TEST_TIMEOUT_S=$((END - SECONDS - 200)) STAGES=test bash tests/gpu_check.sh | grep -E "passed|failed|error" | tail -n 5
+    room 85 bench && bench
+    room 30 memcheck && SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 60 bash tests/gpu_check.sh |
+        tail -n 3
+    room 100 sass && STAGES=sass timeout 115 bash tests/gpu_check.sh | tail -n 8
+    room 40 racecheck && LOOPS=0 CASE_S=25 timeout $((END - SECONDS - 5)) bash benchmarks/fcgp_hang_check.sh | tail -n 9
+    ;;
 *)
-    echo "usage: $0 S | F | L"; exit 2 ;;
+    echo "usage: $0 S | F | L | P | A"; exit 2 ;;
 esac
