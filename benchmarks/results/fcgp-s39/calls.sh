@@ -11,8 +11,8 @@
 #      (2, 3, 6, 7), and issue 4's bench there.
 #   F: main once gz_ss is merged: its checks (see the case).
 #   L: gz's K loop taken apart: the copies alone, the wgmmas alone (see the case).
-#   P, A: prepared for session 40, not run: L with the backward's chain off; main's checks and
-#      the issue-4 table where an H100 is lent.
+#   P, A: prepared for session 40, not run: L with the backward's chain off, beside persistent
+#      forms of its labs; main's checks and the issue-4 table where an H100 is lent.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench
@@ -79,12 +79,14 @@ L)
         timeout 200 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "^Cl.*(backward|bmm)|gz_tma|^=|^#|rror|fail" | tail -n 60
     ;;
 P)
-    # prepared for session 40 (not run): call L again with the backward's programmatic chain off,
-    # so that gz's measured span holds no part of gW's last round, and each tree under GZ_KK=2
+    # prepared for session 40 (not run): call L again with the backward's programmatic chain off
+    # (gz's measured span then holds no part of gW's last round), beside the persistent forms of
+    # the same three labs (gz_lab_pkloop, pfill, pmma: one CTA an SM streams its tiles through one
+    # ring, no staging, no epilogue; GROUPS 1 only, so the bf16 cells): what the per-tile costs
+    # are, before a persistent gz is built
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-    PATCHES="$S/gz_lab_kloop2.patch $S/gz_lab_fill.patch $S/gz_lab_mma.patch" PARTS_S=40 \
-        SETTINGS="FLASHCLIFFORD_FCGP_BWD_PDL=0;FLASHCLIFFORD_FCGP_BWD_PDL=0 FLASHCLIFFORD_FCGP_GZ_KK=2" \
-        CELLS="3,float32,4096,512 3,bfloat16,4096,512 2,bfloat16,4096,512" \
+    PATCHES="$(for n in kloop2 fill mma pkloop pfill pmma; do printf '%s ' "$S/gz_lab_$n.patch"; done)" PARTS_S=40 \
+        SETTINGS="FLASHCLIFFORD_FCGP_BWD_PDL=0" CELLS="3,bfloat16,4096,512 2,bfloat16,4096,512" \
         timeout 300 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "^Cl.*(backward|bmm)|gz_tma|^=|^#|rror|fail" | tail -n 90
     ;;
 A)
