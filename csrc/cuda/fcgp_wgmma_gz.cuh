@@ -3,17 +3,17 @@
  * gxg_i = sum over the terms of s yg_k G_{j,p} and gyg_k = sum s xg_i G_{j,p}, then the MVGELU
  * backward (gate_backward).
  *
- * A = go_j, loaded down the batch from a tile of go^T (the one copy of go the backward makes,
- * which gW reads too, in step panels: got_offset; 64 batch rows x a step's KK x 32 bytes of
- * N_out rows x components): tf32 an 8-byte load a fragment pair (go^T's batch order puts a
- * thread's rows g, g + 8 side by side, got_row), bf16 read by the wgmma from shared memory as
- * it lies (an MN-major operand); no pairs to form. B = W[p] as stored (rows of N_in, N_out contiguous) in a prepared copy,
- * tf32-rounded, and the paths in slot order (GzSlots: by output grade) (prep_wz of
+ * A = go_j, loaded down the batch from a tile of go^T (the one copy of go the backward makes, which
+ * gW reads too, in step panels: got_offset; 64 batch rows x a step's KK x 32 bytes of N_out rows x
+ * components): tf32 an 8-byte load a fragment pair (go^T's batch order puts a thread's rows g,
+ * g + 8 side by side, got_row), bf16 read by the wgmma from shared memory as it lies (an MN-major
+ * operand); no pairs to form. B = W[p] as stored (rows of N_in, N_out contiguous) in a prepared
+ * copy, tf32-rounded, and the paths in slot order (GzSlots: by output grade) (prep_wz of
  * fcgp_sm90a.cu), brought in rows of a step's KK x 32 bytes in the swizzle of that width. A step
- * holds KK wgmma K chunks, with one barrier wait, one wgmma wait and one release (KK = 1 spent
- * most of each step on those: NOTES_FCGP.md session 17). The paths of an
- * output component j are all those of its grade, so in slot order their tiles lie side by side
- * and one wgmma of N = (j's pairs) x BN computes all of j's G at once (N = 64 to 192).
+ * holds KK wgmma K chunks, with one barrier wait, one wgmma wait and one release (KK = 1 spent most
+ * of each step on those: NOTES_FCGP.md session 17). The paths of an output component j are all
+ * those of its grade, so in slot order their tiles lie side by side and one wgmma of N = (j's
+ * pairs) x BN computes all of j's G at once (N = 64 to 192).
  *
  * A tile of 64 batch rows x BN columns of N_in needs every pair's G (44 for Cl(3,0)): one CTA
  * holds them all over BN = 16 columns (Cl(3,0) bf16) or 32 (Cl(2,0)). For Cl(3,0) tf32 a
@@ -172,7 +172,8 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
                  * Cl(3,0) bf16 (303.6 -> 295.2 us), -1.2% at Cl(2,0) (H200, B 4096, N 512,
                  * NOTES_FCGP.md session 39; each step's wgmmas left in flight through the next
                  * step's issue measured no faster) */
-                constexpr int a_off = ((jl0 + decltype(u)::value) * (64 / C::KSB) * C::KS + 16 * decltype(kk)::value) * 32;
+                constexpr int a_off =
+                    ((jl0 + decltype(u)::value) * (64 / C::KSB) * C::KS + 16 * decltype(kk)::value) * 32;
                 wg::MmaSS<MODE, N>::run(d, wg::desc_mn_sw32(go_smem + a_off, C::KS * 32, 256), b, 1);
             }
         });
