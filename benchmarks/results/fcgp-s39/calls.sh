@@ -91,17 +91,9 @@ P)
     ;;
 A)
     # prepared for session 40 (not run): where an H100 kind is lent (issue 4's device), main's checks
-    # and the issue-4 table there: the three FCGP test files, the bench, memcheck, SASS, racecheck
-    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-    build
-    room 260 tests && GPU_TESTS="tests/test_gpu_fcgp_sm90.py tests/test_gpu_fcgp.py tests/test_gpu_streams.py" \
-        TEST_TIMEOUT_S=$((END - SECONDS - 200)) STAGES=test bash tests/gpu_check.sh | grep -E "passed|failed|error" | tail -n 5
-    room 85 bench && bench
-    room 30 memcheck && SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 60 bash tests/gpu_check.sh |
-        tail -n 3
-    room 100 sass && STAGES=sass timeout 115 bash tests/gpu_check.sh | tail -n 8
-    room 40 racecheck && LOOPS=0 CASE_S=25 timeout $((END - SECONDS - 5)) bash benchmarks/fcgp_hang_check.sh | tail -n 9
-    ;;
+    # and the issue-4 table there: session 38's call A (the three FCGP test files, the bench,
+    # memcheck, SASS, racecheck)
+    bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
     echo "usage: $0 S | F | L | P | A"; exit 2 ;;
 esac
