@@ -79,8 +79,8 @@ __host__ __device__ constexpr int logical_col(int mode, int c)
 /* The Hopper backward's batch order inside each block of kBatchBlock rows (NOTES_FCGP.md session
  * 15). go^T (got_offset) is gz's A operand, read down the batch, and gW's B operand, read
  * along it: in tf32 position 2g holds row g and 2g + 1 row g + 8, so that a thread's two A rows
- * (g, g + 8) are one 8-byte load; in bf16 the rows are in order (ldmatrix.trans reads 8
- * consecutive ones). xg^T and yg^T hold at physical
+ * (g, g + 8) are one 8-byte load; in bf16 the rows are in order (gz's wgmma reads the panels
+ * as an MN-major operand, 16 consecutive positions a row). xg^T and yg^T hold at physical
  * column phys_col(k) of each gW step the row go^T holds at k, so that gW's A and B operands
  * agree on the batch row of every K position. */
 constexpr int kBatchBlock = 16;
