@@ -27,6 +27,9 @@ tests_in() { # tree, label, env, pytest args...
     echo "tests $label ($e): rc $? $(tail -n 1 "$R/pytest_$label.log")"
     grep -E "^FAILED" "$R/pytest_$label.log" | head -n 6
 }
+race_in() { # tree: racecheck over the bf16 small cases there (fcgp_hang_check.sh, logs to $R)
+    (cd "$1" && OUT="$R" LOOPS=0 CASES="2 3 6 7" CASE_S=30 bash benchmarks/fcgp_hang_check.sh)
+}
 case "${1:-}" in
 S)
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -40,12 +43,7 @@ S)
     fi
     room 70 "tests KK 2" && tests_in "$T" lag_kk2 FLASHCLIFFORD_FCGP_GZ_KK=2 "$F::test_backward" -k "$K16"
     room 70 "tests KK 1" && tests_in "$T" lag_kk1 FLASHCLIFFORD_FCGP_GZ_KK=1 "$F::test_backward" -k "$K16"
-    for i in 2 3 6 7; do
-        room 30 "racecheck $i" || break
-        (cd "$T" && PYTHONPATH="$T" timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp \
-            python3 benchmarks/fcgp_hang_check.py --small "$i" >"$R/racecheck_case$i.log" 2>&1)
-        echo "racecheck case $i: rc $? $(grep -h "RACECHECK SUMMARY" "$R/racecheck_case$i.log")"
-    done
+    room 130 racecheck && race_in "$T"
     room 100 bench && (cd "$T" && OUT="$R/lag" bash -c '. benchmarks/results/call_lib.sh; bench 95')
     ;;
 F)
@@ -55,12 +53,7 @@ F)
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
     build
     room 120 tests && tests_in "$PWD" main "" "$F" -k "backward and ($K16)"
-    for i in 2 3 6 7; do
-        room 30 "racecheck $i" || break
-        PYTHONPATH="$PWD" timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp \
-            python3 benchmarks/fcgp_hang_check.py --small "$i" >"$R/racecheck_case$i.log" 2>&1
-        echo "racecheck case $i: rc $? $(grep -h "RACECHECK SUMMARY" "$R/racecheck_case$i.log")"
-    done
+    room 130 racecheck && race_in "$PWD"
     room 100 bench && bench
     room 100 sass && STAGES=sass timeout 115 bash tests/gpu_check.sh | tail -n 8
     room 40 memcheck && SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 60 bash tests/gpu_check.sh |
