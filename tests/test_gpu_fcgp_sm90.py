@@ -493,3 +493,66 @@ def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
             assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), way
     for found in (*runs[(True, 1, 0)], *runs[(True, 2, 0)]):
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
+
+
+# The input gradient in persistent CTAs (_C._fcgp_sm90_gz_persist, off by default;
+# fcgp_wgmma_gz_pst.cuh): one CTA an SM through its tiles, G staged beside the ring (rounded to
+# bf16 with bf16 products). It applies to one-CTA tiles (Cl(2,0), and Cl(3,0) unless the products
+# are tf32) with N_in even; elsewhere (N_in 45 here) the call takes gz_tma_kernel as when off,
+# which the kernel names torch.profiler saw must show. Row and column tails, N_out not whole
+# steps, one output feature, more tiles than SMs (B 1000, N_in 512: 256 tiles of 64 x 32, 512 of
+# 64 x 16; several a CTA) and two batch chunks (B 2085); against the float64 einsum, and with
+# tf32 products bitwise the gradients of one CTA a tile (G is then fp32 in both). With three CTAs
+# (_C._fcgp_sm90_gz_persist_ctas), each takes many tiles round its ring: the same bits. grad_weight
+# comes from gW, which the switch leaves alone.
+PST_SHAPES = [
+    pytest.param(200, 64, 104, id="B200-64-104"),
+    pytest.param(69, 120, 72, id="B69-120-72"),
+    pytest.param(1000, 512, 40, id="B1000-512-40"),
+    pytest.param(66, 40, 45, id="B66-40-45"),
+    pytest.param(1, 8, 1, id="B1-8-1"),
+    pytest.param(37, 45, 32, id="B37-45-32"),
+    pytest.param(2085, 64, 40, id="B2085-64-40"),
+]
+
+
+@pytest.fixture
+def pst_kept(bwd_on):
+    before = fc._C._fcgp_sm90_gz_persist_ctas()
+    try:
+        yield from _switched(fc._C._fcgp_sm90_gz_persist, False)
+    finally:
+        fc._C._fcgp_sm90_gz_persist_ctas(before)
+
+
+def _grads_and_kernels(alg, x, y, w, gout, precision):
+    """_grads, and the names of the CUDA kernels the call ran (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        grads = _grads(alg, x, y, w, gout, precision)
+        torch.cuda.synchronize()
+    return grads, {e.name for e in prof.events()}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out", PST_SHAPES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_gz_persistent(pst_kept, alg, batch, n_in, n_out, mode):
+    dtype, precision = FCGP_MODES[mode][:2]
+    x, y, w, g = make_fcgp(alg, (batch,), n_in, n_out, dtype,
+                           seed_for(f"sm90-pst/{alg.name}/{batch}/{n_in}/{mode}") % 997)
+    runs, names = {}, {}
+    for on, ctas in ((False, 0), (True, 0), (True, 3)):  # off; one CTA an SM; three CTAs
+        assert fc._C._fcgp_sm90_gz_persist(on) == on and fc._C._fcgp_sm90_gz_persist_ctas(ctas) == ctas
+        runs[on, ctas], names[on, ctas] = _grads_and_kernels(alg, x, y, w, g, precision)
+    applies = n_in % 2 == 0 and (alg.D == 4 or mode != "tf32")
+    ran = {k: any("gz_pst_kernel" in n for n in names[k]) for k in names}
+    assert ran == {(False, 0): False, (True, 0): applies, (True, 3): applies}, (names[True, 0], applies)
+    off, on = runs[False, 0], runs[True, 0]
+    assert_fcgp([None, *on], x, y, w, g, alg, True, mode)
+    assert torch.equal(on[2], off[2])
+    # which CTA takes a tile changes no bit
+    assert all(torch.equal(a, b) for a, b in zip(runs[True, 3], on, strict=True))
+    if mode == "tf32" or not applies:  # fp32 G (tf32 products), or the same kernels
+        assert all(torch.equal(a, b) for a, b in zip(on, off, strict=True))

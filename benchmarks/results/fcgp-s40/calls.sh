@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Session 40's device calls (kind nvidia-h200; carry [".nvcc_cache.tgz"], timeout 600).
+#   P: session 39's prepared call (results/fcgp-s39/calls.sh P: gz's K loop labs, persistent
+#      forms beside them, the chain off), run as it was; key lines in callP/output_tail.txt.
+#   Q: the persistent input gradient (gz_pst_kernel, fcgp_wgmma_gz_pst.cuh; switched by
+#      FLASHCLIFFORD_FCGP_GZ_PERSIST, off by default): its tests, the issue-4 cells' per-kernel
+#      times with it off and on (and its ring step at KK 2 and 4), racecheck and memcheck with it on
+#      over few CTAs (many tiles a CTA), the backward tests with it on, a hang loop with it on.
+#   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, room, build, bench
+F=tests/test_gpu_fcgp_sm90.py
+ON="FLASHCLIFFORD_FCGP_GZ_PERSIST=1"
+tests_in() { # label, env, pytest args...
+    local label=$1 e=$2
+    shift 2
+    env $e timeout $((END - SECONDS - 20)) python3 -m pytest -q -m gpu -p no:cacheprovider "$@" >"$R/pytest_$label.log" 2>&1
+    echo "tests $label ($e): rc $? $(tail -n 1 "$R/pytest_$label.log")"
+    grep -E "^FAILED|^E " "$R/pytest_$label.log" | head -n 8
+}
+case "${1:-}" in
+Q)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 150 tests && tests_in pst "" "$F" -k gz_persistent
+    room 140 parts && PARTS_S=45 SETTINGS="base;$ON;$ON FLASHCLIFFORD_FCGP_GZ_KK=2;$ON FLASHCLIFFORD_FCGP_GZ_KK=4" \
+        bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "^Cl.*(forward|backward|bmm) |gz_|gw_tma|^=" | grep -v "^Cl.*forward  "
+    room 100 racecheck && env $ON FLASHCLIFFORD_FCGP_GZ_PERSIST_CTAS=3 LOOPS=0 CASES="0 1 2 3 6 7" CASE_S=40 \
+        bash benchmarks/fcgp_hang_check.sh
+    room 80 memcheck && env $ON FLASHCLIFFORD_FCGP_GZ_PERSIST_CTAS=3 SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper \
+        STAGES=sanitize timeout 70 bash tests/gpu_check.sh | tail -n 3
+    room 120 "backward tests, on" && tests_in pst_env "$ON" "$F" -k "backward and not gz_persistent and not mma.sync"
+    room 60 "hang loop, on" && env $ON ITERS=300 LOOP_S=25 RACECHECK=0 bash benchmarks/fcgp_hang_check.sh
+    ;;
+A)
+    bash benchmarks/results/fcgp-s38/calls.sh A ;;
+*)
+    echo "usage: $0 Q | A"; exit 2 ;;
+esac
