@@ -135,14 +135,6 @@ long long fc_fcgp_sm90_bwd_go_rows(long long rows);
 /* Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch (the same
  * convention; initially on unless FLASHCLIFFORD_FCGP_BWD_PDL == "0"; off: plain stream order). */
 int fc_fcgp_sm90_bwd_pdl_switch(int on);
-/* Whether the Hopper FCGP input gradient runs in persistent CTAs where it can (one-CTA tiles: Cl(2,0),
- * Cl(3,0) with bf16 products; N_in even; the same convention; initially off unless
- * FLASHCLIFFORD_FCGP_GZ_PERSIST == "1"; with bf16 products G is rounded to bf16 first). */
-int fc_fcgp_sm90_gz_persist_switch(int on);
-/* The CTAs of that persistent input gradient: n >= 0 sets it (0 one an SM, n > 0 at most n: tests
- * and racecheck, many tiles a CTA on small shapes); returns the setting (initially
- * FLASHCLIFFORD_FCGP_GZ_PERSIST_CTAS, else 0). */
-long long fc_fcgp_sm90_gz_persist_ctas(long long n);
 /* How the Hopper FCGP backward forms the norm's row statistics and go^T: mode >= 0 sets it (0 by
  * the rule, 1 in one pass a batch block, go_rows, where N_out <= 512, 2 in two passes, norm_stats
  * then go_transpose in the slices of fc_fcgp_sm90_bwd_go_rows); returns the setting (initially

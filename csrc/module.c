@@ -183,11 +183,6 @@ static PyObject *fcgp_sm90_bwd_pdl(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_bwd_pdl", fc_fcgp_sm90_bwd_pdl_switch);
 }
-static PyObject *fcgp_sm90_gz_persist(PyObject *module, PyObject *args)
-{
-    (void)module;
-    return switch_call(args, "|O:_fcgp_sm90_gz_persist", fc_fcgp_sm90_gz_persist_switch);
-}
 /* The C API's small choices from Python: one optional integer (-1, leave it, when absent) in [-1,
  * most], passed to get_set, which sets the choice when it is >= 0 and returns it; `values` names the
  * choices for the error, which names the function from format ("|i:name"). */
@@ -231,13 +226,6 @@ static PyObject *fcgp_sm90_fwd_norm_wait(PyObject *module, PyObject *args)
     return number_call(args, "|L:_fcgp_sm90_fwd_norm_wait", fc_fcgp_sm90_fwd_norm_wait);
 }
 
-/* _fcgp_sm90_gz_persist_ctas(n=-1): set the persistent input gradient's CTAs when n >= 0; returns
- * the setting */
-static PyObject *fcgp_sm90_gz_persist_ctas(PyObject *module, PyObject *args)
-{
-    (void)module;
-    return number_call(args, "|L:_fcgp_sm90_gz_persist_ctas", fc_fcgp_sm90_gz_persist_ctas);
-}
 /* _fcgp_sm90_bwd_go_rows(rows=-1): set the slice rows when rows >= 0; returns the setting */
 static PyObject *fcgp_sm90_bwd_go_rows(PyObject *module, PyObject *args)
 {
@@ -312,20 +300,6 @@ static PyMethodDef module_methods[] = {
      "idle (on unless FLASHCLIFFORD_FCGP_BWD_PDL=0 at start-up; off: plain stream order, bitwise the same "
      "result): None leaves it, True/False sets it; returns its state. Process-wide; for tests and "
      "measurements."},
-    {"_fcgp_sm90_gz_persist", fcgp_sm90_gz_persist, METH_VARARGS,
-     "_fcgp_sm90_gz_persist(on=None)\n--\n\n"
-     "Whether the Hopper FCGP input gradient runs in persistent CTAs (one an SM, each through its tiles "
-     "with one ring of copies, the next tile's in flight during a tile's epilogue) where it can: one-CTA "
-     "tiles (Cl(2,0); Cl(3,0) with bf16 products), N_in even, the arrays aligned to two elements (off "
-     "unless FLASHCLIFFORD_FCGP_GZ_PERSIST=1 at start-up). With tf32 products bitwise the same "
-     "gradients; with bf16 products the staged G is rounded to bf16 first. None leaves it, True/False "
-     "sets it; returns its state. Process-wide; for tests and measurements."},
-    {"_fcgp_sm90_gz_persist_ctas", fcgp_sm90_gz_persist_ctas, METH_VARARGS,
-     "_fcgp_sm90_gz_persist_ctas(n=-1)\n--\n\n"
-     "The CTAs of the persistent Hopper FCGP input gradient (_fcgp_sm90_gz_persist): 0 one an SM (the "
-     "default, unless FLASHCLIFFORD_FCGP_GZ_PERSIST_CTAS at start-up), n > 0 at most n, so that small "
-     "shapes put many tiles on each CTA (tests, racecheck). n >= 0 sets it; returns the setting. "
-     "Process-wide; for tests and measurements."},
     {"_fcgp_sm90_fwd_cluster", fcgp_sm90_fwd_cluster, METH_VARARGS,
      "_fcgp_sm90_fwd_cluster(shape=-1)\n--\n\n"
      "The Hopper FCGP forward's cluster shape: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_CLUSTER at start-up "

@@ -31,7 +31,7 @@
 
 #if FC_SM90A
 #include "fcgp_wgmma_gw.cuh" /* and fcgp_wgmma.cuh */
-#include "fcgp_wgmma_gz_pst.cuh" /* and fcgp_wgmma_gz.cuh */
+#include "fcgp_wgmma_gz.cuh"
 #endif
 
 namespace fc {
@@ -187,23 +187,6 @@ std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream 
  * bf16, 384 -> 361 Cl(2,0) bf16 (H100, B 4096, N 512, NOTES_FCGP.md session 26). */
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
-namespace {
-std::atomic<int> g_gz_pst{-1}; /* FLASHCLIFFORD_FCGP_GZ_PERSIST: "1" gz_pst_kernel where it applies */
-}
-/* The input gradient in persistent CTAs (gz_pst_kernel, fcgp_wgmma_gz_pst.cuh: one-CTA tiles, N_in
- * even, x, y, gx, gy aligned to two elements) instead of one CTA a tile (gz_tma_kernel); off until
- * measured (NOTES_FCGP.md session 40). With tf32 products bitwise the same gradients; with bf16
- * products G is rounded to bf16 before the epilogue. */
-bool gz_persist() { return switch_state(g_gz_pst, "FLASHCLIFFORD_FCGP_GZ_PERSIST", 0); }
-void set_gz_persist(bool on) { g_gz_pst.store(on ? 1 : 0); }
-namespace {
-std::atomic<long long> g_gz_pst_ctas{-1}; /* FLASHCLIFFORD_FCGP_GZ_PERSIST_CTAS; -1: not read yet */
-}
-/* gz_pst_kernel's grid: 0 (the default) one CTA an SM, n > 0 at most n CTAs (tests and racecheck:
- * many tiles a CTA on small shapes); FLASHCLIFFORD_FCGP_GZ_PERSIST_CTAS (0 to 4096) at start-up, or
- * set_gz_persist_ctas, sets it. */
-long long gz_persist_ctas() { return env_number(g_gz_pst_ctas, "FLASHCLIFFORD_FCGP_GZ_PERSIST_CTAS", 0, 4096, 0, 1); }
-void set_gz_persist_ctas(long long n) { g_gz_pst_ctas.store(std::max<long long>(0, std::min<long long>(n, 4096))); }
 namespace {
 std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream order */
 }
@@ -640,16 +623,10 @@ std::atomic<int> g_gz_kk{-1}; /* FLASHCLIFFORD_FCGP_GZ_KK: 1, 2 or 4; 0: by the 
  * Since the producer warpgroup (session 21) the consumers have 240 registers: Cl(3,0) tf32 spills
  * 96 bytes at 4 and measured 481 us at 2 against 493-499; Cl(3,0) bf16 318 at 2, 323 at 4.
  * FLASHCLIFFORD_FCGP_GZ_KK=1, 2 or 4 at start-up fixes it. */
-int gz_chunks_a_step(int D, bool persistent)
+int gz_chunks_a_step(int D)
 {
     const int c = env_choice(g_gz_kk, "FLASHCLIFFORD_FCGP_GZ_KK", 1, 4, 0);
-    if (c == 1 || c == 2 || c == 4)
-        return c;
-    /* gz_pst_kernel: its ring beside G (GzPstCfg) holds 4 stages of KK 2 at Cl(2,0) bf16 (2 of 4),
-     * 3 in tf32 (none of 4), 5 of KK 1 at Cl(3,0) bf16 (2 of 2) */
-    if (persistent)
-        return D == 8 ? 1 : 2;
-    return D == 8 ? 2 : 4;
+    return c == 1 || c == 2 ? c : c == 4 ? 4 : D == 8 ? 2 : 4;
 }
 
 template <int ID, int MODE, class Tout>
@@ -1088,12 +1065,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                                   st, (const E *)in.w, wz, Z::slots, (int64_t)Z::P, Ni, No, Nop, vec));
         FC_LAUNCH_CHECK(st);
     }
-    /* gz_pst_kernel where it is switched on and applies: one-CTA tiles (GzPstCfg::ok for the step's
-     * KK, checked at the launch), N_in even, x, y, gx, gy aligned to two elements (its column pairs) */
-    auto al2 = [](const void *q, size_t e) { return q == nullptr || (uintptr_t)q % (2 * e) == 0; };
-    constexpr bool pst_fits = GzPstCfg<ID, MODE, 1>::ok || GzPstCfg<ID, MODE, 2>::ok;
-    const bool pst = pst_fits && gz_persist() && Ni % 2 == 0 && al2(x, sizeof(E)) && al2(y, sizeof(E)) &&
-                     al2(gx, sizeof(Tio)) && al2(gy, sizeof(Tio));
     /* gz over a chunk, KK wgmma K chunks a ring step: the maps' boxes are a step long, W's rows in
      * the swizzle of its step's bytes */
     auto gz = [&](auto kk, int64_t b0, int64_t rows, int64_t Bp) -> fc_status {
@@ -1108,22 +1079,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         if ((r = make_map(&wm, wz, ty, sizeof(E), Nop, Ni, Zk::P, Zk::KS, Zk::BN, Zk::PS, wsw)) != FC_OK ||
             (r = got_map(&om, got, ty, sizeof(E), KSB, Nor, Bp, D, Zk::KS / 8, Zk::BM / KSB, Zk::JG)) != FC_OK)
             return r;
-        if constexpr (GzPstCfg<ID, MODE, decltype(kk)::value>::ok)
-            if (pst) { /* at most one CTA an SM, each through tiles blockIdx.x, + gridDim.x, ... */
-                using Pk = GzPstCfg<ID, MODE, decltype(kk)::value>;
-                auto kp = gz_pst_kernel<ID, MODE, Tio, decltype(kk)::value>;
-                FC_CUDA_CHECK(cudaFuncSetAttribute(kp, cudaFuncAttributeMaxDynamicSharedMemorySize, Pk::SMEM));
-                const int64_t tiles = cdiv(Ni, Zk::BN) * cdiv(rows, Zk::BM);
-                const long long cap = gz_persist_ctas();
-                const int64_t ctas = cap > 0 ? cap : std::max(1, sm_count(a->device));
-                const dim3 pgrid((unsigned)std::min<int64_t>(tiles, ctas));
-                FC_CUDA_CHECK(pdl::launch(chain.next(), kp, pgrid, dim3(Zk::THREADS), Pk::SMEM, st, om, wm,
-                                          x + b0 * Ni, y + b0 * Ni, gx ? gx + b0 * Ni : nullptr,
-                                          gy ? gy + b0 * Ni : nullptr, (int)rows, (int)Ni, (int)No, B * Ni,
-                                          (int)a->gate));
-                FC_LAUNCH_CHECK(st);
-                return FC_OK;
-            }
         const dim3 grid((unsigned)(cdiv(Ni, Zk::BN) * Zk::GROUPS), (unsigned)cdiv(rows, Zk::BM));
         FC_CUDA_CHECK(pdl::launch(chain.next(), kgz, grid, dim3(Zk::THREADS), Zk::SMEM, st, om, wm, x + b0 * Ni,
                                   y + b0 * Ni, gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows,
@@ -1131,7 +1086,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     };
-    const int gzk = gz_chunks_a_step(D, pst);
+    const int gzk = gz_chunks_a_step(D);
 
     /* the norm's statistics and go^T in one pass (go_rows) or two (norm_stats, go_transpose). The
      * rule: one pass where grad_out and v are both fp32; with 2-byte elements it lost to the two
@@ -1311,16 +1266,6 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
 int fc_fcgp_sm90_bwd_pdl_switch(int on) { return toggle(on, fc::fcgp::sm90::set_bwd_pdl, fc::fcgp::sm90::bwd_pdl); }
-int fc_fcgp_sm90_gz_persist_switch(int on)
-{
-    return toggle(on, fc::fcgp::sm90::set_gz_persist, fc::fcgp::sm90::gz_persist);
-}
-long long fc_fcgp_sm90_gz_persist_ctas(long long n)
-{
-    if (n >= 0)
-        fc::fcgp::sm90::set_gz_persist_ctas(n);
-    return fc::fcgp::sm90::gz_persist_ctas();
-}
 int fc_fcgp_sm90_bwd_go_fused(int mode)
 {
     if (mode >= 0)

@@ -128,15 +128,6 @@ void set_go_rows(long long rows);
  * fc_fcgp_sm90_bwd_pdl_switch): bitwise the same result either way. */
 bool bwd_pdl();
 void set_bwd_pdl(bool on);
-/* Whether the input gradient runs in persistent CTAs where it can (gz_pst_kernel,
- * fcgp_wgmma_gz_pst.cuh; FLASHCLIFFORD_FCGP_GZ_PERSIST, fc_fcgp_sm90_gz_persist_switch): with tf32
- * products bitwise the same gradients, with bf16 products G rounded to bf16 first. */
-bool gz_persist();
-void set_gz_persist(bool on);
-/* Its grid: 0 one CTA an SM, n > 0 at most n CTAs (FLASHCLIFFORD_FCGP_GZ_PERSIST_CTAS,
- * fc_fcgp_sm90_gz_persist_ctas). */
-long long gz_persist_ctas();
-void set_gz_persist_ctas(long long n);
 /* How the backward forms the norm's statistics and go^T (go_rows in one pass, or two passes):
  * 0 by the rule, 1 one pass, 2 two passes (FLASHCLIFFORD_FCGP_BWD_GO_FUSED; fc_fcgp_sm90_bwd_go_fused). */
 int go_fused_setting();
