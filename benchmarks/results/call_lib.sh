@@ -1,13 +1,14 @@
 # Sourced by the per-session device-call scripts (results/fcgp-s38/ on; the earlier sessions'
 # scripts carry their own copy, kept as they ran). From the repository root it sets R (the
 # logs: $OUT on the device machine, else gpu_check_out), END (CALL_S seconds from now, default
-# 570: under the 600 s a call may run) and these helpers:
+# 570: under the 600 s a call may run), puts the tree on PYTHONPATH and defines these helpers:
 #   room S WHAT   false, saying so, when fewer than S seconds are left before END
 #   build         the build stage from the carried objects, and how many it linked
 #   bench         the issue-4 bench (STAGES=bench_fcgp), its copy bandwidth and rows
 R=${OUT:-gpu_check_out}
 mkdir -p "$R"
 export OUT="$R"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" # the in-place build, for scripts run directly
 END=$((SECONDS + ${CALL_S:-570}))
 room() { [ $((END - SECONDS)) -ge "$1" ] || { echo "skipped (${2}): $((END - SECONDS)) s left, needs $1"; return 1; }; }
 build() {

@@ -501,10 +501,11 @@ __global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w,
             for (int e = 0; e < V; ++e)
                 v[e] = k + e < No ? src[e] : E(0.f);
         }
-        if constexpr (MODE == kTF32)
+        if constexpr (MODE == kTF32) {
 #pragma unroll
             for (int e = 0; e < V; ++e)
                 v[e] = __uint_as_float(to_tf32(v[e]));
+        }
         *(uint4 *)(wz + i * V) = *(const uint4 *)v;
     }
 }

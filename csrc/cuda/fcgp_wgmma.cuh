@@ -193,10 +193,11 @@ __device__ __forceinline__ void form_pair(uint32_t (&a)[4], const Frags<AlgebraT
                 a[r] = uu == 0 ? hfma2<kBF16>(xs[r], ys[r], 0x80008000u)
                                : hfma2<kBF16>(xs[r], ys[r], flip ? a[r] ^ 0x80008000u : a[r]);
         });
-        if constexpr (SUM_SIGN && sign_at(t1 - t0 - 1) < 0)
+        if constexpr (SUM_SIGN && sign_at(t1 - t0 - 1) < 0) {
 #pragma unroll
             for (int r = 0; r < 4; ++r)
                 a[r] ^= 0x80008000u;
+        }
     }
 }
 

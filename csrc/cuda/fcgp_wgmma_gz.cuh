@@ -180,10 +180,11 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
     });
     wg::commit();
     wg::wait<0>();
-    if constexpr (MODE == kTF32)
+    if constexpr (MODE == kTF32) {
 #pragma unroll
         for (int kk = 0; kk < KK; ++kk) /* the A registers stay unused until the wgmmas reading them retire */
             wg::fence_operands(a[kk]);
+    }
 }
 
 /* The registers of every warpgroup in gz's epilogue, which all three share: the launch's, evenly. */

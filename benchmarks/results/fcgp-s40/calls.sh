@@ -6,6 +6,14 @@
 #      FLASHCLIFFORD_FCGP_GZ_PERSIST, off by default): its tests, the issue-4 cells' per-kernel
 #      times with it off and on (and its ring step at KK 2 and 4), racecheck and memcheck with it on
 #      over few CTAs (many tiles a CTA), the backward tests with it on, a hang loop with it on.
+#   R: after Q (Cl(3,0) bf16 hazards under the persistent gz): racecheck of main's own gz at KK 1
+#      (the persistent one's step there; Cl(3,0) bf16 small cases 6, 7), the persistent one's first
+#      hazards (case 6, at its KK 1 and at KK 2), then where main's backward spends its time: the
+#      kernels' timeline in one call (fcgp_parts.py --timeline) and Nsight Compute's throughput of
+#      its memory-bound passes at Cl(3,0) bf16.
+#      (Its timeline failed: fcgp_parts.py ran without PYTHONPATH, which call_lib.sh now sets.)
+#   T: main's backward as a timeline (fcgp_parts.py --timeline: each kernel's start and end in one
+#      call, under the chain) at the issue-4 cells: which kernels the call waits for.
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -33,8 +41,32 @@ Q)
     room 120 "backward tests, on" && tests_in pst_env "$ON" "$F" -k "backward and not gz_persistent and not mma.sync"
     room 60 "hang loop, on" && env $ON ITERS=300 LOOP_S=25 RACECHECK=0 bash benchmarks/fcgp_hang_check.sh
     ;;
+R)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    race6() { # label, env: racecheck over small case 6 (and 7 for main), hazards' first lines
+        env $2 LOOPS=0 CASES="${3:-6}" CASE_S=40 OUT="$R/race_$1" bash benchmarks/fcgp_hang_check.sh | sed "s/^/$1: /"
+        grep -m 6 -hE "Race reported|access at|shared memory address|by thread" "$R/race_$1/racecheck_case6.log" | cut -c1-220
+    }
+    room 120 "racecheck main KK 1" && race6 main_kk1 "FLASHCLIFFORD_FCGP_GZ_KK=1" "6 7"
+    room 60 "racecheck pst" && race6 pst_kk1 "$ON FLASHCLIFFORD_FCGP_GZ_PERSIST_CTAS=3"
+    room 60 "racecheck pst KK 2" && race6 pst_kk2 "$ON FLASHCLIFFORD_FCGP_GZ_PERSIST_CTAS=3 FLASHCLIFFORD_FCGP_GZ_KK=2"
+    room 60 timeline && timeout 50 python3 benchmarks/fcgp_parts.py --timeline --reps 5 \
+        --cells 3,bfloat16,4096,512 2,bfloat16,4096,512 3,float32,4096,512 2>&1 | grep -v -i warn | tee "$R/timeline.txt" |
+        grep -vE "^\s+forward" | head -n 90
+    room 120 ncu && STAGES=ncu_mem_fcgp NCU_CELLS="3,bfloat16,4096,512" \
+        NCU_MEM_KERNELS="go_transpose norm_stats gelu_transpose gz_tma_kernel" timeout 110 bash tests/gpu_check.sh >/dev/null 2>&1
+    grep -hE "^  [a-z_]+.*\(|Duration|DRAM Throughput|L2 Cache Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Block Size|Grid Size" \
+        "$R"/ncu_mem_3_bfloat16_4096_512.txt 2>/dev/null | head -n 60
+    ;;
+T)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    timeout 150 python3 benchmarks/fcgp_parts.py --timeline --reps 5 2>&1 | grep -v -i warn | tee "$R/timeline.txt" |
+        grep -vE "^\s+forward" | head -n 120
+    ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 Q | A"; exit 2 ;;
+    echo "usage: $0 Q | R | T | A"; exit 2 ;;
 esac
