@@ -188,6 +188,13 @@ std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream 
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 namespace {
+std::atomic<int> g_go_pairs{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_PAIRS: "0" go_transpose alone */
+/* The two-pass go^T with two columns a thread (go_transpose2) where N_out is even and the arrays
+ * aligned (on, the default), or go_transpose's one column everywhere: FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0
+ * at start-up (measurements). The same bits either way. */
+bool go_pairs_setting() { return switch_state(g_go_pairs, "FLASHCLIFFORD_FCGP_BWD_GO_PAIRS", 1); }
+} // namespace
+namespace {
 std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream order */
 }
 /* The forward GEMM launched by programmatic dependent launch after fwd_prep (on, the default),
@@ -878,6 +885,52 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
     got_store<MODE, D>(tile, got, b0, m0, Nor, Bp, gcs);
 }
 
+/* go_transpose with two adjacent columns a thread: one 2-element load a component of grad_out and of
+ * v (a warp's 32 lanes one 128-byte line of bf16), 16 rows x 64 columns a block, stored as two
+ * 16 x 32 tiles. go_transpose's one-column loads (a warp 64 bytes of bf16) moved 1.6 TB/s at
+ * Cl(3,0) bf16 (Nsight Compute, H200: DRAM 34%), and the backward's timeline puts it on the
+ * critical path twice (NOTES_FCGP.md session 40). N_out even and grad_out, v aligned to two
+ * elements (the launcher checks); each element's arithmetic is go_transpose's, so the same bits. */
+template <int ID, int MODE, class Tv, class Tg>
+__global__ void __launch_bounds__(256) go_transpose2(const Tv *__restrict__ v, const Tg *__restrict__ gout,
+                                                      const float *__restrict__ stats, Elem<MODE> *__restrict__ got,
+                                                      int64_t B, int64_t No, int64_t Bp, int64_t cs, int64_t gcs,
+                                                      int64_t r0)
+{
+    constexpr int D = AlgebraTraits<ID>::D, G = AlgebraTraits<ID>::G, ROWS = kBatchBlock;
+    __shared__ float tile[2][D][ROWS][33]; /* columns [m0, m0 + 32), [m0 + 32, m0 + 64) */
+    const int64_t b0 = r0 + (int64_t)blockIdx.x * ROWS, m0 = (int64_t)blockIdx.y * 64, Nor = got_rows(No);
+    pdl::waiting(); /* as go_transpose's */
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32, h = tx / 16, c = 2 * (tx % 16);
+#pragma unroll
+    for (int r = 0; r < ROWS / 8; ++r) {
+        const int row = ty + 8 * r;
+        const int64_t b = b0 + row, m = m0 + 2 * tx; /* m even, so m + 1 < N_out with m */
+        float go[2][D] = {};
+        if (b < B && m < No) {
+            float gv[2][D];
+            load_comps2(gout + b * No + m, cs, gv);
+            if (stats) {
+                float vv[2][D];
+                load_comps2(v + b * No + m, cs, vv);
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    go_of<ID>(gv[e], vv[e], stats + b * 2 * G, stats + b * 2 * G + G, go[e]);
+            } else {
+#pragma unroll
+                for (int a = 0; a < D; ++a)
+                    go[0][a] = gv[0][a], go[1][a] = gv[1][a];
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < D; ++a)
+            tile[h][a][row][c] = go[0][a], tile[h][a][row][c + 1] = go[1][a];
+    }
+    __syncthreads();
+    got_store<MODE, D, ROWS>(tile[0], got, b0, m0, Nor, Bp, gcs);
+    got_store<MODE, D, ROWS>(tile[1], got, b0, m0 + 32, Nor, Bp, gcs);
+}
+
 /* go_rows' cluster: kGoRowsCluster CTAs a 16-row block, each at most kGoRowsTiles 32-column tiles
  * of N_out, which it holds in shared memory between the statistics and the transpose; so the one
  * pass takes N_out up to 512 (the two passes any). */
@@ -1152,10 +1205,18 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                     return s;
                 s = by_v([&](auto vt) -> fc_status {
                     using Tv = typename decltype(vt)::type;
-                    const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
-                    FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, Tv, Tio>, tgrid, dim3(256), 0, st,
-                                              in.v ? (const Tv *)in.v + b0 * No : nullptr, gout, stats, got, rows, No,
-                                              Bp, cs, gcs, r0));
+                    const Tv *vc = in.v ? (const Tv *)in.v + b0 * No : nullptr;
+                    /* two columns a thread where N_out is even and grad_out, v 2-element aligned */
+                    auto al2 = [](const void *q, size_t e) { return q == nullptr || (uintptr_t)q % (2 * e) == 0; };
+                    if (No % 2 == 0 && al2(gout, sizeof(Tio)) && al2(vc, sizeof(Tv)) && go_pairs_setting()) {
+                        const dim3 pgrid((unsigned)cdiv(n, kBatchBlock), (unsigned)cdiv(No, 64));
+                        FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose2<ID, MODE, Tv, Tio>, pgrid, dim3(256), 0,
+                                                  st, vc, gout, stats, got, rows, No, Bp, cs, gcs, r0));
+                    } else {
+                        const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
+                        FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, Tv, Tio>, tgrid, dim3(256), 0,
+                                                  st, vc, gout, stats, got, rows, No, Bp, cs, gcs, r0));
+                    }
                     FC_LAUNCH_CHECK(st);
                     return FC_OK;
                 });

@@ -14,6 +14,10 @@
 #      (Its timeline failed: fcgp_parts.py ran without PYTHONPATH, which call_lib.sh now sets.)
 #   T: main's backward as a timeline (fcgp_parts.py --timeline: each kernel's start and end in one
 #      call, under the chain) at the issue-4 cells: which kernels the call waits for.
+#   U: go^T's transpose two columns a thread (go_transpose2; FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0 takes
+#      go_transpose alone): the backward tests (Hopper kernels), the gradients' digests under both
+#      settings (benchmarks/go_bits.py: the same bits expected), the bf16 cells' parts under both
+#      (twice each), racecheck over the bf16 small cases, memcheck, the timeline again.
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -65,8 +69,24 @@ T)
     timeout 150 python3 benchmarks/fcgp_parts.py --timeline --reps 5 2>&1 | grep -v -i warn | tee "$R/timeline.txt" |
         grep -vE "^\s+forward" | head -n 120
     ;;
+U)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    OFF="FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0"
+    room 150 tests && tests_in go2 "" "$F" -k "backward and not mma.sync"
+    room 80 digests && for e in "" "$OFF"; do env $e timeout 35 python3 benchmarks/go_bits.py >"$R/bits_${e:+off}.txt" 2>&1; done &&
+        { diff "$R/bits_.txt" "$R/bits_off.txt" >/dev/null && echo "digests: the same ($(wc -l <"$R/bits_.txt") cases)" ||
+            { echo "digests DIFFER"; paste "$R/bits_.txt" "$R/bits_off.txt"; }; }
+    room 110 parts && PARTS_S=40 CELLS="3,bfloat16,4096,512 2,bfloat16,4096,512" SETTINGS="base;$OFF;base;$OFF" \
+        bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "^Cl.*(backward|bmm) |go_transpose|^=" | grep -v "^Cl.*forward  "
+    room 80 racecheck && LOOPS=0 CASES="2 3 6 7" CASE_S=30 bash benchmarks/fcgp_hang_check.sh
+    room 40 memcheck && SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 40 bash tests/gpu_check.sh |
+        tail -n 2
+    room 50 timeline && timeout 45 python3 benchmarks/fcgp_parts.py --timeline --reps 5 \
+        --cells 3,bfloat16,4096,512 2,bfloat16,4096,512 2>&1 | grep -v -i warn | tee "$R/timeline.txt" | grep -E "go_|gw_|gz_|span"
+    ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 Q | R | T | A"; exit 2 ;;
+    echo "usage: $0 Q | R | T | U | A"; exit 2 ;;
 esac
