@@ -18,6 +18,7 @@
 #      go_transpose alone): the backward tests (Hopper kernels), the gradients' digests under both
 #      settings (benchmarks/go_bits.py: the same bits expected), the bf16 cells' parts under both
 #      (twice each), racecheck over the bf16 small cases, memcheck, the timeline again.
+#   B: main after the merge: issue 4's bench (STAGES=bench_fcgp) and the SASS check.
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -85,8 +86,14 @@ U)
     room 50 timeline && timeout 45 python3 benchmarks/fcgp_parts.py --timeline --reps 5 \
         --cells 3,bfloat16,4096,512 2,bfloat16,4096,512 2>&1 | grep -v -i warn | tee "$R/timeline.txt" | grep -E "go_|gw_|gz_|span"
     ;;
+B)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 110 bench && bench 100
+    room 100 sass && STAGES=sass timeout 115 bash tests/gpu_check.sh | tail -n 8
+    ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 Q | R | T | U | A"; exit 2 ;;
+    echo "usage: $0 Q | R | T | U | B | A"; exit 2 ;;
 esac
