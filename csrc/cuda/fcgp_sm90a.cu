@@ -188,10 +188,10 @@ std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream 
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 namespace {
-std::atomic<int> g_go_pairs{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_PAIRS: "0" go_transpose alone */
-/* The two-pass go^T with two columns a thread (go_transpose2) where N_out is even and the arrays
- * aligned (on, the default), or go_transpose's one column everywhere: FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0
- * at start-up (measurements). The same bits either way. */
+std::atomic<int> g_go_pairs{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_PAIRS: "0" one column a thread */
+/* The two-pass go^T two columns a thread (go_transpose's CW 2) where N_out is even and the arrays
+ * aligned (on, the default), or one column everywhere: FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0 at start-up
+ * (measurements). The same bits either way. */
 bool go_pairs_setting() { return switch_state(g_go_pairs, "FLASHCLIFFORD_FCGP_BWD_GO_PAIRS", 1); }
 } // namespace
 namespace {
@@ -843,92 +843,67 @@ __device__ __forceinline__ void go_of(const float (&gv)[AlgebraTraits<ID>::D], c
 /* go^T (got_offset: step panels of Nor rows; components gcs apart) of a chunk of B rows, from
  * grad_out (D, rows, N_out; components cs apart) and, with the norm (stats != NULL), the
  * forward's out or o (v, the same layout) and the row statistics (B, 2 G: 1 / r_g, then coef_g;
- * go_of); without the norm go = gout. Zeros from B to Bp and from N_out to Nor. 32 x 32 tiles of
- * all D components through shared memory: the loads go along grad_out's rows, the stores along
- * the panels (got_store). The grid's row blocks start at row r0 of the chunk (a multiple of 32):
- * the backward transposes a chunk in slices, each right after norm_stats formed its statistics
- * (go_slice_rows). */
-template <int ID, int MODE, class Tv, class Tg>
+ * go_of); without the norm go = gout. Zeros from B to Bp and from N_out to Nor. CW columns a
+ * thread, CW tiles of ROWS x 32 of all D components through shared memory: the loads go along
+ * grad_out's rows, the stores along the panels (got_store). The grid's row blocks start at row r0
+ * of the chunk (a multiple of 32): the backward transposes a chunk in slices, each right after
+ * norm_stats formed its statistics (go_slice_rows).
+ * CW 1: one element a load, 32 x 32 a block. CW 2: one 2-element load a component (a warp's 32
+ * lanes one 128-byte line of bf16, where CW 1's took 64 bytes), 16 x 64 a block; N_out even and
+ * grad_out, v aligned to two elements (the launcher checks). At Cl(3,0) bf16 CW 1 moved 1.6 TB/s
+ * (Nsight Compute, H200: DRAM 34%) on the backward's critical path; CW 2 took the transpose 45 ->
+ * 34 us and the backward 627 -> 616 us (B 4096, N 512; NOTES_FCGP.md session 40). Each element's
+ * arithmetic is the same, so the same bits. */
+template <int ID, int MODE, class Tv, class Tg, int CW>
 __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, const Tg *__restrict__ gout,
                                                      const float *__restrict__ stats, Elem<MODE> *__restrict__ got,
                                                      int64_t B, int64_t No, int64_t Bp, int64_t cs, int64_t gcs,
                                                      int64_t r0)
 {
-    constexpr int D = AlgebraTraits<ID>::D, G = AlgebraTraits<ID>::G;
-    __shared__ float tile[D][32][33];
-    const int64_t b0 = r0 + (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32, Nor = got_rows(No);
+    static_assert(CW == 1 || CW == 2, "one or two columns a thread");
+    constexpr int D = AlgebraTraits<ID>::D, G = AlgebraTraits<ID>::G, ROWS = CW == 1 ? 32 : kBatchBlock;
+    __shared__ float tile[CW][D][ROWS][33]; /* tile h: columns [m0 + 32 h, m0 + 32 h + 32) */
+    const int64_t b0 = r0 + (int64_t)blockIdx.x * ROWS, m0 = (int64_t)blockIdx.y * 32 * CW, Nor = got_rows(No);
     pdl::waiting(); /* go^T's buffer is free once the chunk before's gz is done, and the statistics are formed */
-    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int row = ty + 8 * r;
-        const int64_t b = b0 + row, m = m0 + tx;
-        float go[D] = {};
-        if (b < B && m < No) {
-            float gv[D];
-            static_for<D>([&](auto ac) { gv[decltype(ac)::value] = load<Tg>(gout[decltype(ac)::value * cs + b * No + m]); });
-            if (stats) {
-                float vv[D];
-                static_for<D>([&](auto ac) { vv[decltype(ac)::value] = load<Tv>(v[decltype(ac)::value * cs + b * No + m]); });
-                go_of<ID>(gv, vv, stats + b * 2 * G, stats + b * 2 * G + G, go); /* 1 / r_g, then coef_g */
-            } else {
-#pragma unroll
-                for (int a = 0; a < D; ++a)
-                    go[a] = gv[a];
-            }
-        }
-#pragma unroll
-        for (int a = 0; a < D; ++a)
-            tile[a][row][tx] = go[a];
-    }
-    __syncthreads();
-    got_store<MODE, D>(tile, got, b0, m0, Nor, Bp, gcs);
-}
-
-/* go_transpose with two adjacent columns a thread: one 2-element load a component of grad_out and of
- * v (a warp's 32 lanes one 128-byte line of bf16), 16 rows x 64 columns a block, stored as two
- * 16 x 32 tiles. go_transpose's one-column loads (a warp 64 bytes of bf16) moved 1.6 TB/s at
- * Cl(3,0) bf16 (Nsight Compute, H200: DRAM 34%), and the backward's timeline puts it on the
- * critical path twice (NOTES_FCGP.md session 40). N_out even and grad_out, v aligned to two
- * elements (the launcher checks); each element's arithmetic is go_transpose's, so the same bits. */
-template <int ID, int MODE, class Tv, class Tg>
-__global__ void __launch_bounds__(256) go_transpose2(const Tv *__restrict__ v, const Tg *__restrict__ gout,
-                                                      const float *__restrict__ stats, Elem<MODE> *__restrict__ got,
-                                                      int64_t B, int64_t No, int64_t Bp, int64_t cs, int64_t gcs,
-                                                      int64_t r0)
-{
-    constexpr int D = AlgebraTraits<ID>::D, G = AlgebraTraits<ID>::G, ROWS = kBatchBlock;
-    __shared__ float tile[2][D][ROWS][33]; /* columns [m0, m0 + 32), [m0 + 32, m0 + 64) */
-    const int64_t b0 = r0 + (int64_t)blockIdx.x * ROWS, m0 = (int64_t)blockIdx.y * 64, Nor = got_rows(No);
-    pdl::waiting(); /* as go_transpose's */
-    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32, h = tx / 16, c = 2 * (tx % 16);
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32, h = CW * tx / 32, c = CW * tx % 32;
 #pragma unroll
     for (int r = 0; r < ROWS / 8; ++r) {
         const int row = ty + 8 * r;
-        const int64_t b = b0 + row, m = m0 + 2 * tx; /* m even, so m + 1 < N_out with m */
-        float go[2][D] = {};
+        const int64_t b = b0 + row, m = m0 + CW * tx; /* with CW 2 m is even, so m + 1 < N_out with m */
+        float go[CW][D] = {};
         if (b < B && m < No) {
-            float gv[2][D];
-            load_comps2(gout + b * No + m, cs, gv);
+            float gv[CW][D];
+            auto load_cols = [&](const auto *p, float(&out)[CW][D]) { /* the thread's columns of p's rows */
+                if constexpr (CW == 2)
+                    load_comps2(p + b * No + m, cs, out);
+                else
+                    static_for<D>([&](auto ac) { out[0][decltype(ac)::value] = load(p[decltype(ac)::value * cs + b * No + m]); });
+            };
+            load_cols(gout, gv);
             if (stats) {
-                float vv[2][D];
-                load_comps2(v + b * No + m, cs, vv);
+                float vv[CW][D];
+                load_cols(v, vv);
 #pragma unroll
-                for (int e = 0; e < 2; ++e)
+                for (int e = 0; e < CW; ++e) /* 1 / r_g, then coef_g */
                     go_of<ID>(gv[e], vv[e], stats + b * 2 * G, stats + b * 2 * G + G, go[e]);
             } else {
 #pragma unroll
-                for (int a = 0; a < D; ++a)
-                    go[0][a] = gv[0][a], go[1][a] = gv[1][a];
+                for (int e = 0; e < CW; ++e)
+#pragma unroll
+                    for (int a = 0; a < D; ++a)
+                        go[e][a] = gv[e][a];
             }
         }
 #pragma unroll
         for (int a = 0; a < D; ++a)
-            tile[h][a][row][c] = go[0][a], tile[h][a][row][c + 1] = go[1][a];
+#pragma unroll
+            for (int e = 0; e < CW; ++e)
+                tile[h][a][row][c + e] = go[e][a];
     }
     __syncthreads();
-    got_store<MODE, D, ROWS>(tile[0], got, b0, m0, Nor, Bp, gcs);
-    got_store<MODE, D, ROWS>(tile[1], got, b0, m0 + 32, Nor, Bp, gcs);
+#pragma unroll
+    for (int t = 0; t < CW; ++t)
+        got_store<MODE, D, ROWS>(tile[t], got, b0, m0 + 32 * t, Nor, Bp, gcs);
 }
 
 /* go_rows' cluster: kGoRowsCluster CTAs a 16-row block, each at most kGoRowsTiles 32-column tiles
@@ -1210,12 +1185,12 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                     auto al2 = [](const void *q, size_t e) { return q == nullptr || (uintptr_t)q % (2 * e) == 0; };
                     if (No % 2 == 0 && al2(gout, sizeof(Tio)) && al2(vc, sizeof(Tv)) && go_pairs_setting()) {
                         const dim3 pgrid((unsigned)cdiv(n, kBatchBlock), (unsigned)cdiv(No, 64));
-                        FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose2<ID, MODE, Tv, Tio>, pgrid, dim3(256), 0,
-                                                  st, vc, gout, stats, got, rows, No, Bp, cs, gcs, r0));
+                        FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, Tv, Tio, 2>, pgrid, dim3(256),
+                                                  0, st, vc, gout, stats, got, rows, No, Bp, cs, gcs, r0));
                     } else {
                         const dim3 tgrid((unsigned)cdiv(n, 32), (unsigned)cdiv(No, 32));
-                        FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, Tv, Tio>, tgrid, dim3(256), 0,
-                                                  st, vc, gout, stats, got, rows, No, Bp, cs, gcs, r0));
+                        FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, Tv, Tio, 1>, tgrid, dim3(256),
+                                                  0, st, vc, gout, stats, got, rows, No, Bp, cs, gcs, r0));
                     }
                     FC_LAUNCH_CHECK(st);
                     return FC_OK;

@@ -19,6 +19,10 @@
 #      settings (benchmarks/go_bits.py: the same bits expected), the bf16 cells' parts under both
 #      (twice each), racecheck over the bf16 small cases, memcheck, the timeline again.
 #   B: main after the merge: issue 4's bench (STAGES=bench_fcgp) and the SASS check.
+#   V: after the review, go_transpose and go_transpose2 as one kernel (CW 1 or 2 columns a thread;
+#      the CW 1 forms' PTX is the old go_transpose's, the CW 2 forms' differs in register numbering):
+#      the backward tests, the gradient digests against call U's (callU/bits_.txt), the bf16
+#      cells' parts under both settings.
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -92,8 +96,18 @@ B)
     room 110 bench && bench 100
     room 100 sass && STAGES=sass timeout 115 bash tests/gpu_check.sh | tail -n 8
     ;;
+V)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 150 tests && tests_in cw "" "$F" -k "backward and not mma.sync"
+    room 60 digests && timeout 35 python3 benchmarks/go_bits.py >"$R/bits.txt" 2>&1 &&
+        { diff "$R/bits.txt" benchmarks/results/fcgp-s40/callU/bits_.txt >/dev/null && echo "digests: call U's ($(wc -l <"$R/bits.txt") cases)" ||
+            { echo "digests DIFFER from call U's"; cat "$R/bits.txt"; }; }
+    room 50 parts && PARTS_S=40 CELLS="3,bfloat16,4096,512 2,bfloat16,4096,512" \
+        SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0" bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "^Cl.*backward |^="
+    ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 Q | R | T | U | B | A"; exit 2 ;;
+    echo "usage: $0 Q | R | T | U | B | V | A"; exit 2 ;;
 esac
