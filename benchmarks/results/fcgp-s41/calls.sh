@@ -5,11 +5,29 @@
 #      gw_lab_noy (yg^T never copied: 43% fewer tile bytes at Cl(3,0), 36% at Cl(2,0)),
 #      gw_lab_fill (the copies alone, no wgmmas), gw_lab_mma (the wgmmas alone, no copies).
 #      Never to be merged: the lab trees write wrong gradients.
+#   M: after L (gW waits on its consumers, not its copies): gW's paths shared by the two consumer
+#      warpgroups so that their pairs (wgmmas) are even (Cl(3,0): 9 and 13 a step before, 11 and 11
+#      now) and the A fragments in three register sets (two paths' wgmmas in flight, not one):
+#      this tree beside gw_ns2 (the even paths, two sets) and gw_main (main's gW), per-kernel
+#      times with the chain on and off; then in this tree the gradient digests (the same bits as
+#      session 40's call U expected: each path's sums are unchanged) and the backward tests.
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench
 S=benchmarks/results/fcgp-s41
+tests_in() { # label, env, pytest args...
+    local label=$1 e=$2
+    shift 2
+    env $e timeout $((END - SECONDS - 20)) python3 -m pytest -q -m gpu -p no:cacheprovider "$@" >"$R/pytest_$label.log" 2>&1
+    echo "tests $label ($e): rc $? $(tail -n 1 "$R/pytest_$label.log")"
+    grep -E "^FAILED|^E " "$R/pytest_$label.log" | head -n 8
+}
+bits() { # the gradient digests of this tree's build against session 40's call U
+    timeout 60 python3 benchmarks/go_bits.py 2>/dev/null | grep "^Cl" >"$R/bits.txt"
+    echo "digests: $(wc -l <"$R/bits.txt") cases, $(diff "$R/bits.txt" benchmarks/results/fcgp-s40/callU/bits_.txt >/dev/null && echo "the same as call U's" || echo DIFFERENT)"
+    diff "$R/bits.txt" benchmarks/results/fcgp-s40/callU/bits_.txt | head -n 12
+}
 case "${1:-}" in
 L)
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -17,8 +35,15 @@ L)
         SETTINGS="FLASHCLIFFORD_FCGP_BWD_PDL=0" \
         timeout 480 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "^Cl.*(backward|bmm)|gw_tma|gz_tma|^=|^#|rror|fail" | tail -n 90
     ;;
+M)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    PATCHES="$S/gw_ns2.patch $S/gw_main.patch" PARTS_S=45 SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_PDL=0" \
+        timeout 400 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "^Cl.*(backward|bmm)|gw_tma|gz_tma|^=|^#|rror|fail" | tail -n 90
+    room 50 bits && bits
+    room 130 "backward tests" && tests_in bwd "" tests/test_gpu_fcgp_sm90.py -k "backward and not mma.sync"
+    ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 L | A"; exit 2 ;;
+    echo "usage: $0 L | M | A"; exit 2 ;;
 esac
