@@ -13,8 +13,7 @@
  * paths split into GROUPS groups by the grade of their x component (Cl(3,0): paths 0-9 read x's
  * grades 0, 1, paths 10-19 grades 2, 3; Cl(2,0): one group), so a block brings only its group's
  * x components (XC of D) and forms only its group's pairs. Warpgroup w owns half the group's
- * paths (every other one where that evens the two warpgroups' pairs: gw_path), PH x NT / 2 = 120
- * fp32 accumulators a thread (the paths, not the components, index the
+ * paths, PH x NT / 2 = 120 fp32 accumulators a thread (the paths, not the components, index the
  * accumulators here). For each of its paths it forms the A fragments of that path's pairs (one
  * per output component j) and issues one wgmma a pair on go_j's tile. Split in groups, a pair
  * formed feeds a wgmma of N = 48 (the whole paths' block took N = 24 at Cl(3,0)): half the
@@ -56,7 +55,6 @@ template <int ID, int MODE, int KK = 1> struct GwCfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
     static constexpr int GROUPS = D == 8 ? 2 : 1, PG = P / GROUPS, PH = PG / 2, XC = D / GROUPS;
     static constexpr int BM = 64, NT = 48, THREADS = kSplitThreads; /* a producer warpgroup */
-    static constexpr int NS = 3; /* A fragment register sets (gw_step) */
     static constexpr int KS = MODE == kTF32 ? 8 : 16;        /* batch rows a sub-step: 32 bytes */
     static constexpr int KSTEP = KS * KK;                     /* batch rows a ring step */
     static constexpr int XB = XC * BM * 32, YB = D * BM * 32; /* the group's xg^T, all of yg^T */
@@ -85,56 +83,27 @@ template <int ID> __host__ __device__ constexpr int path_pair(int p, int u)
     return -1;
 }
 
-/* Which PH of its group's PG = 2 PH paths each warpgroup of a group takes: a block of consecutive
- * ones, or every other one (IL), where that brings the two warpgroups' pair counts (one wgmma
- * each) closer. A stage is released when both have consumed it, so the busier one sets the
- * pace: Cl(3,0)'s blocks hold 9 and 13 pairs a step, every other path 11 and 11. */
-template <int ID, bool IL> __host__ __device__ constexpr int gw_path_in(int pg, int gr, int wg, int l)
-{
-    return gr * pg + (IL ? 2 * l + wg : wg * (pg / 2) + l);
-}
-template <int ID, bool IL> __host__ __device__ constexpr int gw_busiest(int groups)
-{
-    const int pg = AlgebraTraits<ID>::P / groups;
-    int m = 0;
-    for (int gr = 0; gr < groups; ++gr)
-        for (int wg = 0; wg < 2; ++wg) {
-            int n = 0;
-            for (int l = 0; l < pg / 2; ++l)
-                n += path_pairs<ID>(gw_path_in<ID, IL>(pg, gr, wg, l));
-            m = n > m ? n : m;
-        }
-    return m;
-}
-template <int ID> __host__ __device__ constexpr bool gw_interleave(int groups) { return gw_busiest<ID, true>(groups) < gw_busiest<ID, false>(groups); }
-/* The path of warpgroup wg's accumulator set l in path group gr. */
-template <int ID, int GROUPS> __host__ __device__ constexpr int gw_path(int gr, int wg, int l)
-{
-    return gw_path_in<ID, gw_interleave<ID>(GROUPS)>(AlgebraTraits<ID>::P / GROUPS, gr, wg, l);
-}
-
-/* The most pairs of any of warpgroup WG's paths in group GR. */
-template <int ID, int GROUPS, int GR, int WG, int PH> __host__ __device__ constexpr int max_path_pairs()
+/* The most pairs of any of the paths [P0, P0 + N). */
+template <int ID, int P0, int N> __host__ __device__ constexpr int max_path_pairs()
 {
     int m = 0;
-    for (int l = 0; l < PH; ++l)
-        m = path_pairs<ID>(gw_path<ID, GROUPS>(GR, WG, l)) > m ? path_pairs<ID>(gw_path<ID, GROUPS>(GR, WG, l)) : m;
+    for (int p = P0; p < P0 + N; ++p)
+        m = path_pairs<ID>(p) > m ? path_pairs<ID>(p) : m;
     return m;
 }
 
 /* One warpgroup's step (path group GR) over the KK sub-steps of a stage: for each, this thread's
  * x, y fragments, then path by path the A fragments of the path's pairs and their wgmmas on the
  * go_j^T tiles. A path has only ~2 pairs of narrow (N = NT) wgmmas, too little work to wait on
- * alone: the fragments rotate through NS register sets, so a path forms its fragments while the
- * NS - 1 paths before have wgmmas in flight (also across sub-steps), and waits (wait<NS - 1>)
- * only for the oldest of them, whose set it reuses next. */
+ * alone: the fragments alternate between two register sets, so a path forms its fragments while
+ * the previous path's wgmmas run (also across sub-steps), and waits (wait<1>) only for that one. */
 template <int ID, int MODE, int KK, int GR, int WG, bool RN = false, bool LDS = true>
 __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][GwCfg<ID, MODE, KK>::NT / 2],
                                         const unsigned char *buf, int r0, int t)
 {
     using C = GwCfg<ID, MODE, KK>;
-    constexpr int D = C::D, NS = C::NS, NQ = max_path_pairs<ID, C::GROUPS, GR, WG, C::PH>(), LAST = KK * C::PH - 1;
-    uint32_t a[NS][NQ][4];
+    constexpr int D = C::D, P0 = GR * C::PG + WG * C::PH, NQ = max_path_pairs<ID, P0, C::PH>();
+    uint32_t a[2][NQ][4];
     Frags<D> f; /* x's components outside the group stay unset: its pairs never read them */
     static_for<KK>([&](auto kk) {
         constexpr int K = decltype(kk)::value;
@@ -142,7 +111,7 @@ __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][Gw
         load_frags<D, C::BM, GR * C::XC, C::XC, LDS>(f, sub, sub + C::XB, r0, t);
         const uint32_t go_smem = smem_u32(sub + C::XB + C::YB);
         static_for<C::PH>([&](auto pl) {
-            constexpr int L = decltype(pl)::value, I = K * C::PH + L, p = gw_path<ID, C::GROUPS>(GR, WG, L), nq = path_pairs<ID>(p), b = I % NS;
+            constexpr int L = decltype(pl)::value, I = K * C::PH + L, p = P0 + L, nq = path_pairs<ID>(p), b = I % 2;
             static_for<nq>([&](auto u) { form_pair<ID, MODE, path_pair<ID>(p, decltype(u)::value), RN, false>(a[b][decltype(u)::value], f); });
             wg::fence();
             static_for<nq>([&](auto u) {
@@ -151,14 +120,14 @@ __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][Gw
                                             wg::desc_kmajor_swz<32>(go_smem + j * C::NT * 32), 1);
             });
             wg::commit();
-            if constexpr (I >= NS - 1) {
-                wg::wait<NS - 1>();                   /* the oldest path in flight is done ... */
-                wg::fence_operands(a[(I + 1) % NS]); /* ... and only now may its registers be reused */
+            if constexpr (I > 0) {
+                wg::wait<1>();                /* the path before is done ... */
+                wg::fence_operands(a[1 - b]); /* ... and only now may its registers be reused */
             }
         });
     });
     wg::wait<0>();
-    static_for<NS - 1>([&](auto k) { wg::fence_operands(a[(LAST - decltype(k)::value + NS) % NS]); });
+    wg::fence_operands(a[(KK * C::PH - 1) % 2]);
 }
 
 /* xg^T, yg^T in stage order: for each component, the tiles gW's ring brings, one after another.
@@ -411,7 +380,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         for (int pl = 0; pl < C::PH; ++pl)
             wg::fence_operands(acc[pl]);
 
-        /* acc[pl][4c + 2h + e]: path gw_path(grp, wgi, pl), row n0 + 16 warp + g + 8h, column
+        /* acc[pl][4c + 2h + e]: path grp PG + wgi PH + pl, row n0 + 16 warp + g + 8h, column
          * m0 + 8c + 2t + e; in a slot, value pair i of thread tid at float2 i 256 + tid */
         auto pairs = [&](auto &&f) { /* i: the pair's place in a segment slot, 256 threads apart */
             each_pair<C::PH, C::NT>(acc, [&](int pl, int c, int h, float &v0, float &v1) {
@@ -447,7 +416,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
             pairs([&](float &v0, float &v1, int, int pl, int c, int h) {
                 const int nn = n0 + 16 * warp + g + 8 * h, m = m0 + 8 * c + 2 * t;
                 if (nn < Ni && m < No)
-                    f(v0, v1, ((size_t)gw_path<ID, C::GROUPS>(grp, wgi, pl) * Ni + nn) * No + m, m + 1 < No);
+                    f(v0, v1, ((size_t)(grp * C::PG + wgi * C::PH + pl) * Ni + nn) * No + m, m + 1 < No);
             });
         };
         const bool pair = No % 2 == 0;

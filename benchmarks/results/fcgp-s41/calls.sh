@@ -11,6 +11,9 @@
 #      this tree beside gw_ns2 (the even paths, two sets) and gw_main (main's gW), per-kernel
 #      times with the chain on and off; then in this tree the gradient digests (the same bits as
 #      session 40's call U expected: each path's sums are unchanged) and the backward tests.
+#   C: main (its gW back as it was: call M measured no gain) checked where session 40 left it
+#      unchecked: racecheck over the bf16 small cases (go_transpose's CW 2 forms), memcheck
+#      --hopper, then gW's stall samples a source line at Cl(3,0) bf16 (ncu_src_fcgp).
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -42,8 +45,16 @@ M)
     room 50 bits && bits
     room 130 "backward tests" && tests_in bwd "" tests/test_gpu_fcgp_sm90.py -k "backward and not mma.sync"
     ;;
+C)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 100 racecheck && LOOPS=0 CASES="2 3 6 7" CASE_S=30 bash benchmarks/fcgp_hang_check.sh
+    room 80 memcheck && SANITIZE_TOOLS=memcheck SANITIZE_ARGS=--hopper STAGES=sanitize timeout 75 bash tests/gpu_check.sh | tail -n 3
+    room 100 ncu && NCU_CELLS=3,bfloat16,4096,512 NCU_KERNELS=gw_tma_kernel STAGES=ncu_src_fcgp \
+        timeout 120 bash tests/gpu_check.sh | tail -n 75
+    ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 L | M | A"; exit 2 ;;
+    echo "usage: $0 L | M | C | A"; exit 2 ;;
 esac
