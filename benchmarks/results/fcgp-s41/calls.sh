@@ -14,6 +14,10 @@
 #   C: main (its gW back as it was: call M measured no gain) checked where session 40 left it
 #      unchecked: racecheck over the bf16 small cases (go_transpose's CW 2 forms), memcheck
 #      --hopper, then gW's stall samples a source line at Cl(3,0) bf16 (ncu_src_fcgp).
+#   P: after C (gW's stall samples: pair forming 29%, the ring's branch 13%, HGMMA 13%, LDS 9%):
+#      benchmarks/lab/gw_pseq.cu, one path a tile of 128 x 256 (fragments feeding N = 256, not
+#      48), with and without its copies: the rate such a gW could reach, against main's gW
+#      (Cl(3,0) bf16 363 TF/s with the chain off in call M).
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -53,8 +57,16 @@ C)
     room 100 ncu && NCU_CELLS=3,bfloat16,4096,512 NCU_KERNELS=gw_tma_kernel STAGES=ncu_src_fcgp \
         timeout 120 bash tests/gpu_check.sh | tail -n 75
     ;;
+P)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a -Xptxas -v benchmarks/lab/gw_pseq.cu \
+        -o "$R/gw_pseq" >"$R/gw_pseq_build.log" 2>&1 || { tail -n 20 "$R/gw_pseq_build.log"; exit 1; }
+    grep -cE "spill stores" "$R/gw_pseq_build.log"
+    timeout 120 "$R/gw_pseq" 2>&1 | tee "$R/gw_pseq.txt"
+    rm -f "$R/gw_pseq"
+    ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 L | M | C | A"; exit 2 ;;
+    echo "usage: $0 L | M | C | P | A"; exit 2 ;;
 esac

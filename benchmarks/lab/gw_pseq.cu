@@ -1,0 +1,210 @@
+/* gw_pseq.cu — a lab for another weight-gradient tile (NOTES_FCGP.md session 41): one path at a
+ * time over a wide tile, before any of it goes into the library.
+ *
+ * The question: gw_tma_kernel (fcgp_wgmma_gw.cuh) holds a path group's 10 paths over a 64 x 48
+ * tile, so each pair fragment it forms (LDS of x and y, HMUL2/HFMA2) feeds one wgmma of N = 48.
+ * Session 41 measured it bound by its consumers, not its copies (gW as fast with no yg^T copied,
+ * or with nothing copied at all) and not by either warpgroup's wgmma count. Would a tile of one
+ * path, 128 rows of N_in x NT = 256 columns of N_out, run faster? Its fragments feed N = 256
+ * (about five times fewer formed a flop), at about the same tile bytes a flop (65 flop/B against
+ * 59), so it would move the bound from the consumers to the copies.
+ *
+ * Each block (one an SM; a producer warpgroup and two consumer warpgroups, as gw_tma_kernel)
+ * works through `rounds` units; a unit is one path's tile over `steps` sub-steps of 16 batch
+ * positions. A sub-step brings, for each of the path's NQ pairs, its x and y components' tiles
+ * (128 rows x 32 bytes, 4 KB each) and its go component's tile (NT rows x 32 bytes) as 1-D bulk
+ * copies from arrays laid out as the library's stage-order xg^T / go^T panels (a tile's bytes
+ * contiguous). Each consumer warpgroup forms its 64 rows' pair fragments (LDS.64, HMUL2) and
+ * issues NQ wgmmas m64 x NT x 16 into one accumulator set (NT / 2 fp32 a thread), the next
+ * sub-step's fragments formed while these run (two register sets, wait<1>, as gw_step); a unit
+ * ends with its fp32 tile stored (128 KB), as the library's epilogue would. The data are
+ * constant bytes: the result is not checked, only the rate.
+ *   COPIES false: the producer arrives with no bytes (the loop's own ceiling).
+ * Build and run (sm_90a):
+ *   nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a benchmarks/lab/gw_pseq.cu \
+ *       -o gw_pseq && ./gw_pseq
+ */
+#include <cstdio>
+#include <cstdlib>
+
+#include "../../csrc/cuda/common.cuh"
+#include "../../csrc/cuda/fcgp_wgmma.cuh" /* kSplitThreads, the register split */
+#include "../../csrc/cuda/tma_ring.cuh"
+#include "lab_check.h"
+
+using namespace fc;
+using namespace fc::fcgp;
+using namespace fc::fcgp::sm90;
+
+constexpr int kD = 8;            /* components of each array (Cl(3,0)) */
+constexpr int kRows = 128;       /* rows of N_in a tile: 64 a consumer warpgroup */
+constexpr int kXT = kRows * 32;  /* one component's x (or y) tile a sub-step */
+constexpr int kNi = 512, kNo = 512;
+
+template <int NT, int NQ, int KK> struct Shape {
+    static constexpr int GT = NT * 32;                /* a go component's tile a sub-step */
+    static constexpr int SUB = NQ * (2 * kXT + GT);   /* a sub-step's tiles */
+    static constexpr int STAGE = KK * SUB;
+    static constexpr int STAGES = (220 * 1024) / STAGE < 5 ? (220 * 1024) / STAGE : 5;
+    static constexpr int SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
+    static_assert(STAGES >= 2, "two stages fit");
+};
+
+/* the components of pair q of path p (synthetic, distinct within a path) */
+__device__ __forceinline__ int comp_x(int p, int q) { return (p + q) % kD; }
+__device__ __forceinline__ int comp_y(int p, int q) { return (p + 3 * q + 1) % kD; }
+__device__ __forceinline__ int comp_g(int p, int q) { return (2 * p + q + 2) % kD; }
+
+/* unit u: path, row tile, column tile (column tiles fastest, then rows, as the blocks of a round
+ * share x, y tiles) */
+template <int NT> __device__ __forceinline__ void unit_of(int u, int &p, int &nb, int &m)
+{
+    constexpr int NM = kNo / NT, NB = kNi / kRows;
+    m = u % NM, nb = u / NM % NB, p = u / (NM * NB);
+}
+
+template <int NT, int NQ, int KK, bool COPIES>
+__global__ void __launch_bounds__(kSplitThreads, 1)
+    pseq(const unsigned char *xs, const unsigned char *ys, const unsigned char *gs, float *out, int rounds, int steps)
+{
+    using S = Shape<NT, NQ, KK>;
+    constexpr int ST = S::STAGES;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
+    const int ring_steps = steps / KK;
+    tma::Ring<ST> ring((uint64_t *)(smem + ST * S::STAGE), rounds * ring_steps, 2);
+    constexpr int NB = kNi / kRows, NM = kNo / NT;
+    if (wgi == 2) { /* the producer: one thread issues every step of every unit */
+        wg::setmaxnreg_dec<kProducerRegs>();
+        if (tid == 256) {
+            ring.produce([&](int s, uint64_t *bar) {
+                const int r = s / ring_steps, k0 = (s % ring_steps) * KK;
+                int p, nb, m;
+                unit_of<NT>(r * gridDim.x + blockIdx.x, p, nb, m);
+                unsigned char *buf = smem + (s % ST) * S::STAGE;
+                tma::mbar_arrive_expect_tx(bar, COPIES ? S::STAGE : 0);
+                for (int kk = 0; COPIES && kk < KK; ++kk) /* COPIES false: no bytes to wait for */
+                    for (int q = 0; q < NQ; ++q, buf += 2 * kXT + S::GT) {
+                        const size_t sx = ((size_t)comp_x(p, q) * steps + k0 + kk) * NB + nb;
+                        const size_t sy = ((size_t)comp_y(p, q) * steps + k0 + kk) * NB + nb;
+                        const size_t sg = ((size_t)comp_g(p, q) * steps + k0 + kk) * NM + m;
+                        tma::bulk_load(buf, xs + sx * kXT, kXT, bar);
+                        tma::bulk_load(buf + kXT, ys + sy * kXT, kXT, bar);
+                        tma::bulk_load(buf + 2 * kXT, gs + sg * S::GT, S::GT, bar);
+                    }
+            });
+        }
+        return;
+    }
+    wg::setmaxnreg_inc<kConsumerRegs>();
+    const int r0 = 64 * wgi + 16 * warp + g; /* this thread's rows r0, r0 + 8 of the tile */
+    for (int r = 0; r < rounds; ++r) {
+        float acc[NT / 2];
+        zero_all(acc);
+        uint32_t a[2][NQ][4];
+        ring.consume_fed(r * ring_steps, (r + 1) * ring_steps, [&](int s) {
+            const unsigned char *buf = smem + (s % ST) * S::STAGE;
+            static_for<KK>([&](auto kk) {
+                constexpr int K = decltype(kk)::value, b = K % 2;
+                const unsigned char *sub = buf + K * S::SUB;
+                static_for<NQ>([&](auto qq) {
+                    constexpr int q = decltype(qq)::value;
+                    const unsigned char *tq = sub + q * (2 * kXT + S::GT);
+                    const uint2 x0 = *(const uint2 *)(tq + r0 * 32 + 8 * t), x1 = *(const uint2 *)(tq + (r0 + 8) * 32 + 8 * t);
+                    const uint2 y0 = *(const uint2 *)(tq + kXT + r0 * 32 + 8 * t);
+                    const uint2 y1 = *(const uint2 *)(tq + kXT + (r0 + 8) * 32 + 8 * t);
+                    auto mul = [](uint32_t u, uint32_t v) {
+                        const __nv_bfloat162 h = __hmul2(*(const __nv_bfloat162 *)&u, *(const __nv_bfloat162 *)&v);
+                        return *(const uint32_t *)&h;
+                    };
+                    a[b][q][0] = mul(x0.x, y0.x), a[b][q][1] = mul(x1.x, y1.x);
+                    a[b][q][2] = mul(x0.y, y0.y), a[b][q][3] = mul(x1.y, y1.y);
+                });
+                wg::fence();
+                static_for<NQ>([&](auto qq) {
+                    constexpr int q = decltype(qq)::value;
+                    const uint32_t go = smem_u32(sub + q * (2 * kXT + S::GT) + 2 * kXT);
+                    wg::MmaRS<kBF16, NT>::run(acc, a[b][q], wg::desc_kmajor_swz<32>(go), 1);
+                });
+                wg::commit();
+                if constexpr (K > 0) {
+                    wg::wait<1>();
+                    wg::fence_operands(a[1 - b]);
+                }
+            });
+            wg::wait<0>();
+            wg::fence_operands(a[(KK - 1) % 2]);
+        });
+        wg::fence_operands(acc);
+        /* the unit's tile, fp32, as an epilogue would store it */
+        int p, nb, m;
+        unit_of<NT>(r * gridDim.x + blockIdx.x, p, nb, m);
+        float2 *dst = (float2 *)(out + (size_t)blockIdx.x * kRows * NT);
+#pragma unroll
+        for (int i = 0; i < NT / 4; ++i)
+            __stcg(dst + i * 256 + tid, make_float2(acc[2 * i], acc[2 * i + 1]));
+    }
+}
+
+template <int NT, int NQ, int KK, bool COPIES>
+void run(const char *what, const unsigned char *xs, const unsigned char *ys, const unsigned char *gs, float *out,
+         int sms, int rounds, int steps)
+{
+    using S = Shape<NT, NQ, KK>;
+    auto k = pseq<NT, NQ, KK, COPIES>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    float best = 1e30f;
+    for (int rep = 0; rep < 6; ++rep) {
+        CK(cudaEventRecord(e0));
+        k<<<sms, kSplitThreads, S::SMEM>>>(xs, ys, gs, out, rounds, steps);
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (rep > 0 && ms < best)
+            best = ms;
+    }
+    const double flops = 2.0 * NQ * kRows * NT * 16.0 * steps * rounds * sms;
+    const double bytes = (double)S::SUB * steps * rounds * sms;
+    printf("%-44s NT %3d NQ %d KK %d stages %d: %8.1f us  %6.1f TF/s  %5.2f TB/s of tiles  %4.1f flop/B\n", what, NT, NQ,
+           KK, S::STAGES, best * 1e3, flops / best / 1e9, COPIES ? bytes / best / 1e9 : 0.0, flops / bytes);
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+}
+
+int main()
+{
+    int dev = 0, sms = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    /* a batch chunk of 2048 rows: 128 sub-steps of 16; two units a block */
+    const int steps = 128, rounds = 2;
+    const size_t xy = (size_t)kD * steps * (kNi / kRows) * kXT, gb = (size_t)kD * steps * kNo * 32;
+    unsigned char *xs, *ys, *gs;
+    float *out;
+    CK(cudaMalloc(&xs, xy));
+    CK(cudaMalloc(&ys, xy));
+    CK(cudaMalloc(&gs, gb));
+    CK(cudaMalloc(&out, (size_t)sms * kRows * 256 * sizeof(float)));
+    CK(cudaMemset(xs, 0x3c, xy)); /* bf16 0x3c3c, about 0.0115 */
+    CK(cudaMemset(ys, 0x3c, xy));
+    CK(cudaMemset(gs, 0x3c, gb));
+    printf("gW one path a tile (128 rows x NT), bf16, %d blocks x %d units x %d sub-steps of 16\n", sms, rounds, steps);
+    run<256, 2, 2, true>("two pairs a path, copies", xs, ys, gs, out, sms, rounds, steps);
+    run<256, 2, 2, false>("two pairs a path, copy-free", xs, ys, gs, out, sms, rounds, steps);
+    run<256, 3, 1, true>("three pairs a path (Cl(3,0)'s 12 of 20), copies", xs, ys, gs, out, sms, rounds, steps);
+    run<256, 3, 1, false>("three pairs a path, copy-free", xs, ys, gs, out, sms, rounds, steps);
+    run<256, 1, 2, true>("one pair a path (Cl(3,0)'s 8 of 20), copies", xs, ys, gs, out, sms, rounds, steps);
+    run<256, 1, 2, false>("one pair a path, copy-free", xs, ys, gs, out, sms, rounds, steps);
+    run<128, 2, 2, true>("two pairs a path, NT 128, copies", xs, ys, gs, out, sms, rounds, steps);
+    CK(cudaFree(xs));
+    CK(cudaFree(ys));
+    CK(cudaFree(gs));
+    CK(cudaFree(out));
+    return 0;
+}
