@@ -25,6 +25,10 @@ SMALL = [(n, dt, prec, B, ni, no)
          for n in (2, 3)
          for dt, prec in ((torch.float32, "tf32"), (torch.bfloat16, "highest"))
          for B, ni, no in ((70, 64, 96), (2085, 72, 24))]
+# 8-11: gW one path a tile (gw_pseq_kernel: N_in a multiple of 128, N_out of 256)
+SMALL += [(n, dt, prec, 70, 128, 256)
+          for n in (2, 3)
+          for dt, prec in ((torch.float32, "tf32"), (torch.bfloat16, "highest"))]
 
 
 def say(msg):

@@ -183,6 +183,11 @@ static PyObject *fcgp_sm90_bwd_pdl(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_bwd_pdl", fc_fcgp_sm90_bwd_pdl_switch);
 }
+static PyObject *fcgp_sm90_gw_pseq(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return switch_call(args, "|O:_fcgp_sm90_gw_pseq", fc_fcgp_sm90_gw_pseq_switch);
+}
 /* The C API's small choices from Python: one optional integer (-1, leave it, when absent) in [-1,
  * most], passed to get_set, which sets the choice when it is >= 0 and returns it; `values` names the
  * choices for the error, which names the function from format ("|i:name"). */
@@ -293,6 +298,13 @@ static PyMethodDef module_methods[] = {
      "statistics pass, then the transpose, in the slices of _fcgp_sm90_bwd_go_rows). The passes sum the "
      "dots in different orders. mode >= 0 sets it; returns the setting. Process-wide; for tests and "
      "measurements."},
+    {"_fcgp_sm90_gw_pseq", fcgp_sm90_gw_pseq, METH_VARARGS,
+     "_fcgp_sm90_gw_pseq(on=None)\n--\n\n"
+     "Whether the Hopper FCGP weight gradient works one path a tile of 128 x 256 (on unless "
+     "FLASHCLIFFORD_FCGP_GW_PSEQ=0 at start-up) where N_in is a multiple of 128 and N_out of 256; off: "
+     "the path-group kernel everywhere. The sums over the batch are split differently, so the bits "
+     "differ between the two (each is deterministic). on=True/False sets it; returns the setting. "
+     "Process-wide; for tests and measurements."},
     {"_fcgp_sm90_bwd_pdl", fcgp_sm90_bwd_pdl, METH_VARARGS,
      "_fcgp_sm90_bwd_pdl(on=None)\n--\n\n"
      "Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch, so that its "

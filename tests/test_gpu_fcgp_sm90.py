@@ -493,3 +493,53 @@ def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
             assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), way
     for found in (*runs[(True, 1, 0)], *runs[(True, 2, 0)]):
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
+
+
+# The weight gradient one path a tile of 128 rows of N_in x 256 columns of N_out (gw_pseq_kernel,
+# fcgp_wgmma_gw_pseq.cuh; _C._fcgp_sm90_gw_pseq, on by default) where N_in is a multiple of 128 and
+# N_out of 256; elsewhere, and with the switch off, the path-group kernel. Units (path, row block,
+# column block) in rounds of whole units and in batch segments summed in a fixed order (Cl(3,0) at
+# 512 x 512: 160 units, a round of whole ones on an H100's 132 SMs, then segments; fewer units than
+# SMs elsewhere: all in segments; B 2085: two batch chunks, the second adding
+# the first's fp32 sum, gW's operands in the workspace), every gradient against the float64 einsum
+# under both settings, and bitwise from run to run with it on. The two settings split the batch
+# sums differently, so their bits differ.
+PSEQ_SHAPES = [
+    pytest.param(70, 128, 256, id="B70-128-256"),
+    pytest.param(70, 512, 512, id="B70-512-512"),  # Cl(3,0)'s 160 units: a round of whole ones, then segments
+    pytest.param(2085, 128, 256, id="B2085-128-256"),
+]
+
+
+@pytest.fixture(params=[True, False], ids=["pseq", "groups"])
+def pseq_either(bwd_on, request):
+    yield from _switched(fc._C._fcgp_sm90_gw_pseq, request.param)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out", PSEQ_SHAPES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_gw_one_path_a_tile(pseq_either, alg, batch, n_in, n_out, mode):
+    seed = seed_for(f"sm90-pseq/{alg.name}/{batch}/{n_in}/{mode}") % 997
+    check_fcgp(alg, (batch,), n_in, n_out, mode, True, seed=seed)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_gw_one_path_a_tile_repeats(bwd_on, alg, mode):
+    if not fc._C._fcgp_sm90_gw_pseq():
+        pytest.skip("FLASHCLIFFORD_FCGP_GW_PSEQ=0")
+    # B 2048: two chunks of whole blocks, so gW's operands lie in grad_x, grad_y's rows when those
+    # are 16-byte aligned, in the workspace when 4 bytes off: the same kernels on the same values,
+    # so the same bits; and the torch op's gradients bitwise the same from run to run
+    B, n_in, n_out = 2048, 128, 256
+    x, y, w, g, precision, prec, out, norms, s = _normalized_forward(alg, B, n_in, n_out, mode,
+                                                                     f"pseq-repeat/{alg.name}/{mode}")
+    args = (g, x, y, w, alg.id, True, prec)
+    aligned = [torch.empty_like(t) for t in (x, y, w)]
+    fc._C.fcgp_backward(*args, norms=norms, out=out, grad_x=aligned[0], grad_y=aligned[1], grad_weight=aligned[2],
+                        stream=s)
+    off = [_off_by_4(x), _off_by_4(y), torch.empty_like(w)]
+    fc._C.fcgp_backward(*args, norms=norms, out=out, grad_x=off[0], grad_y=off[1], grad_weight=off[2], stream=s)
+    assert all(torch.equal(a, b) for a, b in zip(aligned, off, strict=True))
+    _assert_backward_repeats(alg, x, y, w, g, precision)

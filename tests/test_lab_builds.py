@@ -1,5 +1,5 @@
-"""The Hopper labs (benchmarks/lab/: the wgmma lab, the rate labs of NOTES_FCGP.md session 19, and
-gz's spill lab of session 37) include the sm_90a PTX headers (csrc/cuda/wgmma.cuh, tma.cuh) and
+"""The Hopper labs (benchmarks/lab/: the wgmma lab, the rate labs of NOTES_FCGP.md session 19,
+gz's spill lab of session 37 and the one-path gW lab of session 41) include the sm_90a PTX headers (csrc/cuda/wgmma.cuh, tma.cuh) and
 the FCGP kernels' pieces.
 Compile them for sm_90a here, so CI (no GPU, but nvcc) catches a header or lab that no longer
 assembles, or warns. Their results need the H100 (docs/testing.md)."""
@@ -23,7 +23,7 @@ def nvcc():
 # (the spill labs instantiate the library's own sm_90a kernels, which FC_SM90A switches on;
 # fwd_spills takes about 35 s, so only gz_spills, 10 s, runs here)
 @pytest.mark.skipif(nvcc() is None, reason="nvcc not found")
-@pytest.mark.parametrize("lab,defines", [("wgmma_lab", []), ("wgmma_rate", []), ("tma_rate", []),
+@pytest.mark.parametrize("lab,defines", [("wgmma_lab", []), ("wgmma_rate", []), ("tma_rate", []), ("gw_pseq", []),
                                          ("gz_spills", ["-DFC_SM90A=1"])])
 def test_lab_compiles_for_sm90a(tmp_path, lab, defines):
     cmd = [nvcc(), "-std=c++17", "-O1", "-I", str(ROOT / "csrc"), "-gencode=arch=compute_90a,code=sm_90a",

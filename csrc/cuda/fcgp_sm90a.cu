@@ -31,6 +31,7 @@
 
 #if FC_SM90A
 #include "fcgp_wgmma_gw.cuh" /* and fcgp_wgmma.cuh */
+#include "fcgp_wgmma_gw_pseq.cuh"
 #include "fcgp_wgmma_gz.cuh"
 #endif
 
@@ -62,6 +63,11 @@ int64_t gw_tiles(const fc_args *a)
 {
     return cdiv(a->N_out, gw_cols(a->alg->D)) * gw_groups(a->alg->D) * cdiv(a->N_in, kRows);
 }
+/* gW one path a unit (gw_pseq_kernel): PseqCfg's tile, and its segment slot (both warpgroups'
+ * accumulators); its units: paths x row blocks x column blocks */
+constexpr int kPseqRows = 128, kPseqCols = 256;
+constexpr size_t kPseqSlotFloats = (size_t)kPseqRows * kPseqCols;
+int64_t pseq_units(const fc_args *a) { return (int64_t)a->alg->P * (a->N_in / kPseqRows) * (a->N_out / kPseqCols); }
 
 /* A setting from the environment, read once into v (-1 until then): name's value when it is one
  * digit in [lo, hi], else dflt. */
@@ -188,6 +194,15 @@ std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream 
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 namespace {
+std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: "0" the path-group gW everywhere */
+}
+/* The weight gradient one path a tile of 128 x 256 (gw_pseq_kernel, fcgp_wgmma_gw_pseq.cuh) where
+ * N_in is a multiple of 128 and N_out of 256 (on, the default), else gw_tma_kernel. Its loop ran at
+ * 525-690 TF/s bf16 in the session-41 lab where gw_tma_kernel's runs at ~360 (NOTES_FCGP.md).
+ * FLASHCLIFFORD_FCGP_GW_PSEQ=0 at start-up turns it off. */
+bool gw_pseq() { return switch_state(g_gw_pseq, "FLASHCLIFFORD_FCGP_GW_PSEQ", 1); }
+void set_gw_pseq(bool on) { g_gw_pseq.store(on ? 1 : 0); }
+namespace {
 std::atomic<int> g_go_pairs{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_PAIRS: "0" one column a thread */
 /* The two-pass go^T two columns a thread (go_transpose's CW 2) where N_out is even and the arrays
  * aligned (on, the default), or one column everywhere: FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0 at start-up
@@ -267,11 +282,21 @@ int gw_sub_steps()
     return c > 0 ? c : 2;
 }
 
-/* gW's schedule for a chunk of Bp padded rows on this device: its steps are the ring's. */
+/* Whether gW runs one path a unit (gw_pseq_kernel): on, and whole blocks of 128 rows of N_in and
+ * 256 columns of N_out (its copies read whole tiles). */
+bool use_pseq(const fc_args *a)
+{
+    return gw_pseq() && a->N_in % kPseqRows == 0 && a->N_out % kPseqCols == 0 && a->N_in > 0 && a->N_out > 0;
+}
+
+/* gW's schedule for a chunk of Bp padded rows on this device: its steps are the ring's (one
+ * step of 32 bytes of batch a ring step in gw_pseq_kernel; gw_sub_steps in gw_tma_kernel). */
 GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 {
-    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps()),
-                         std::max(1, sm_count(a->device)));
+    const int sms = std::max(1, sm_count(a->device));
+    if (use_pseq(a))
+        return make_gw_sched((int)pseq_units(a), (int)cdiv(Bp, kSteps(mode)), sms);
+    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps()), sms);
 }
 
 int64_t up_block(int64_t n) { return cdiv(n, kBlockRows) * kBlockRows; }
@@ -321,7 +346,8 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
     if (need_xy)
         L.wz = bp.take((size_t)(P * Ni * whole_steps(No, mode)) * eb);
     if (need_w) {
-        L.slots = bp.take((size_t)L.nslots * gw_slot_floats((int)D, (int)P) * sizeof(float));
+        L.slots = bp.take((size_t)L.nslots * (use_pseq(a) ? kPseqSlotFloats : gw_slot_floats((int)D, (int)P)) *
+                          sizeof(float));
         L.flags = bp.take((size_t)std::max(1, L.nslots) * sizeof(int));
         if (L.chunks > 1 && db != 4)
             L.stash = bp.take((size_t)(P * Ni * No) * sizeof(float));
@@ -583,7 +609,9 @@ static_assert(tile_cols(4) == Cfg<0, kTF32>::NT && tile_cols(8) == Cfg<1, kTF32>
                   kSteps(kTF32) == Cfg<1, kTF32>::KS && kSteps(kBF16) == Cfg<1, kBF16>::KS &&
                   kBlockRows == kBatchBlock && kRows == GwCfg<1, kTF32>::BM &&
                   gw_slot_floats(4, AlgebraTraits<0>::P) == 256 * GwCfg<0, kTF32>::PH * GwCfg<0, kTF32>::NT / 2 &&
-                  gw_slot_floats(8, AlgebraTraits<1>::P) == 256 * GwCfg<1, kTF32>::PH * GwCfg<1, kTF32>::NT / 2,
+                  gw_slot_floats(8, AlgebraTraits<1>::P) == 256 * GwCfg<1, kTF32>::PH * GwCfg<1, kTF32>::NT / 2 &&
+                  kPseqRows == PseqCfg<1, kBF16>::BM && kPseqCols == PseqCfg<1, kBF16>::NT &&
+                  kPseqSlotFloats == (size_t)PseqCfg<1, kBF16>::SLOT && kPseqSlotFloats == (size_t)PseqCfg<0, kTF32>::SLOT,
               "the host-side tile constants match the kernels' configurations");
 
 /* f(id, mode) for the call's algebra and operand mode as compile-time constants: the D <= 8
@@ -1227,8 +1255,21 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 FC_LAUNCH_CHECK(st);
                 return FC_OK;
             };
-            /* the sub-steps gw_sched counted with */
-            s = gw_sub_steps() == 2 ? gw(std::integral_constant<int, 2>{}) : gw(std::integral_constant<int, 1>{});
+            /* one path a unit where the shapes allow (use_pseq), else the sub-steps gw_sched counted with */
+            if (use_pseq(a)) {
+                auto kp = gw_pseq_kernel<ID, MODE, Tio>;
+                constexpr int smem = PseqCfg<ID, MODE>::SMEM;
+                FC_CUDA_CHECK(cudaFuncSetAttribute(kp, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+                FC_CUDA_CHECK(pdl::launch(chain.next(), kp, dim3((unsigned)sch.grid), dim3(kSplitThreads), smem, st,
+                                          (const E *)xgt, (const E *)ygt, dcs, (const E *)got, gcs, (int)Nor, sch,
+                                          (float *)(p + L.slots), flags, (int)c + 1,
+                                          c > 0 ? (const float *)wsum : nullptr, last ? nullptr : wsum, gwt, (int)Ni,
+                                          (int)No));
+                FC_LAUNCH_CHECK(st);
+                s = FC_OK;
+            } else {
+                s = gw_sub_steps() == 2 ? gw(std::integral_constant<int, 2>{}) : gw(std::integral_constant<int, 1>{});
+            }
             if (s != FC_OK)
                 return s;
         }
@@ -1303,6 +1344,7 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
 int fc_fcgp_sm90_bwd_pdl_switch(int on) { return toggle(on, fc::fcgp::sm90::set_bwd_pdl, fc::fcgp::sm90::bwd_pdl); }
+int fc_fcgp_sm90_gw_pseq_switch(int on) { return toggle(on, fc::fcgp::sm90::set_gw_pseq, fc::fcgp::sm90::gw_pseq); }
 int fc_fcgp_sm90_bwd_go_fused(int mode)
 {
     if (mode >= 0)

@@ -128,6 +128,10 @@ void set_go_rows(long long rows);
  * fc_fcgp_sm90_bwd_pdl_switch): bitwise the same result either way. */
 bool bwd_pdl();
 void set_bwd_pdl(bool on);
+/* Whether the weight gradient runs one path a tile where the shapes allow (gw_pseq_kernel;
+ * FLASHCLIFFORD_FCGP_GW_PSEQ; fc_fcgp_sm90_gw_pseq_switch). */
+bool gw_pseq();
+void set_gw_pseq(bool on);
 /* How the backward forms the norm's statistics and go^T (go_rows in one pass, or two passes):
  * 0 by the rule, 1 one pass, 2 two passes (FLASHCLIFFORD_FCGP_BWD_GO_FUSED; fc_fcgp_sm90_bwd_go_fused). */
 int go_fused_setting();

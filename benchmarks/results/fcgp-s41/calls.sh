@@ -18,6 +18,13 @@
 #      benchmarks/lab/gw_pseq.cu, one path a tile of 128 x 256 (fragments feeding N = 256, not
 #      48), with and without its copies: the rate such a gW could reach, against main's gW
 #      (Cl(3,0) bf16 363 TF/s with the chain off in call M).
+#   Q: gW one path a tile in the library (gw_pseq_kernel, fcgp_wgmma_gw_pseq.cuh; on by default
+#      where N_in % 128 == 0 and N_out % 256 == 0, FLASHCLIFFORD_FCGP_GW_PSEQ=0 for the path-group
+#      kernel): its tests (both settings, against float64, run to run), the gradient digests
+#      (the small cases as call U's; the 512-wide ones differ: other batch splits), racecheck and
+#      memcheck over its small cases (fcgp_hang_check.py --small 8-11), the issue-4 cells'
+#      per-kernel times under both settings, then the issue-4 bench. Run with CALL_S=450 when
+#      under 9 minutes of device time are left.
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -65,8 +72,23 @@ P)
     timeout 120 "$R/gw_pseq" 2>&1 | tee "$R/gw_pseq.txt"
     rm -f "$R/gw_pseq"
     ;;
+Q)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 200 tests && tests_in pseq "" tests/test_gpu_fcgp_sm90.py -k "gw_one_path"
+    room 60 bits && bits
+    room 60 racecheck && LOOPS=0 CASES="9 11" CASE_S=25 bash benchmarks/fcgp_hang_check.sh
+    room 50 memcheck && for i in 8 10; do
+        timeout 20 compute-sanitizer --tool memcheck --error-exitcode 9 python3 benchmarks/fcgp_hang_check.py --small $i \
+            >"$R/memcheck_case$i.log" 2>&1
+        echo "memcheck case $i: rc $? $(grep -h "ERROR SUMMARY" "$R/memcheck_case$i.log")"
+    done
+    room 40 parts && PARTS_S=35 SETTINGS="base;FLASHCLIFFORD_FCGP_GW_PSEQ=0" bash benchmarks/fcgp_ab.sh 2>&1 |
+        grep -E "^Cl.*(backward|bmm) |gw_|gz_tma|^="
+    room 100 bench && bench 95
+    ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 L | M | C | P | A"; exit 2 ;;
+    echo "usage: $0 L | M | C | P | Q | A"; exit 2 ;;
 esac
