@@ -18,7 +18,8 @@
  * issues NQ wgmmas m64 x NT x 16 into one accumulator set (NT / 2 fp32 a thread), the next
  * sub-step's fragments formed while these run (two register sets, wait<1>, as gw_step); a unit
  * ends with its fp32 tile stored (128 KB), as the library's epilogue would. The data are
- * constant bytes: the result is not checked, only the rate.
+ * constant bytes, then random values (the tensor cores' power depends on the data): the result is
+ * not checked, only the rate.
  *   COPIES false: the producer arrives with no bytes (the loop's own ceiling).
  * Build and run (sm_90a):
  *   nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a benchmarks/lab/gw_pseq.cu \
@@ -147,6 +148,17 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     }
 }
 
+/* bf16 values in [-1, 1) from a hash of the index: data that toggle like the library's (the
+ * tensor cores' power, and with it the clock, depends on the data) */
+__global__ void fill_random(__nv_bfloat16 *p, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
+        p[i] = __float2bfloat16((float)(h & 0xffff) / 32768.f - 1.f);
+    }
+}
+
 template <int NT, int NQ, int KK, bool COPIES>
 void run(const char *what, const unsigned char *xs, const unsigned char *ys, const unsigned char *gs, float *out,
          int sms, int rounds, int steps)
@@ -195,13 +207,26 @@ int main()
     CK(cudaMemset(ys, 0x3c, xy));
     CK(cudaMemset(gs, 0x3c, gb));
     printf("gW one path a tile (128 rows x NT), bf16, %d blocks x %d units x %d sub-steps of 16\n", sms, rounds, steps);
-    run<256, 2, 2, true>("two pairs a path, copies", xs, ys, gs, out, sms, rounds, steps);
-    run<256, 2, 2, false>("two pairs a path, copy-free", xs, ys, gs, out, sms, rounds, steps);
-    run<256, 3, 1, true>("three pairs a path (Cl(3,0)'s 12 of 20), copies", xs, ys, gs, out, sms, rounds, steps);
-    run<256, 3, 1, false>("three pairs a path, copy-free", xs, ys, gs, out, sms, rounds, steps);
-    run<256, 1, 2, true>("one pair a path (Cl(3,0)'s 8 of 20), copies", xs, ys, gs, out, sms, rounds, steps);
-    run<256, 1, 2, false>("one pair a path, copy-free", xs, ys, gs, out, sms, rounds, steps);
-    run<128, 2, 2, true>("two pairs a path, NT 128, copies", xs, ys, gs, out, sms, rounds, steps);
+    for (int data = 0; data < 2; ++data) {
+        if (data == 1) { /* the same shapes on random values */
+            fill_random<<<1024, 256>>>((__nv_bfloat16 *)xs, xy / 2, 1u);
+            fill_random<<<1024, 256>>>((__nv_bfloat16 *)ys, xy / 2, 2u);
+            fill_random<<<1024, 256>>>((__nv_bfloat16 *)gs, gb / 2, 3u);
+            CK(cudaGetLastError());
+            CK(cudaDeviceSynchronize());
+            printf("random values in [-1, 1):\n");
+        } else {
+            printf("constant values (0x3c3c):\n");
+        }
+        run<256, 2, 2, true>("two pairs a path, copies", xs, ys, gs, out, sms, rounds, steps);
+        run<256, 2, 2, false>("two pairs a path, copy-free", xs, ys, gs, out, sms, rounds, steps);
+        run<256, 3, 1, true>("three pairs a path (Cl(3,0)'s 12 of 20), copies", xs, ys, gs, out, sms, rounds, steps);
+        run<256, 3, 1, false>("three pairs a path, copy-free", xs, ys, gs, out, sms, rounds, steps);
+        run<256, 1, 2, true>("one pair a path (Cl(3,0)'s 8 of 20), copies", xs, ys, gs, out, sms, rounds, steps);
+        run<256, 1, 2, false>("one pair a path, copy-free", xs, ys, gs, out, sms, rounds, steps);
+        if (data == 0)
+            run<128, 2, 2, true>("two pairs a path, NT 128, copies", xs, ys, gs, out, sms, rounds, steps);
+    }
     CK(cudaFree(xs));
     CK(cudaFree(ys));
     CK(cudaFree(gs));

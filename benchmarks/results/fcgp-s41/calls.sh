@@ -25,6 +25,9 @@
 #      memcheck over its small cases (fcgp_hang_check.py --small 8-11), the issue-4 cells'
 #      per-kernel times under both settings, then the issue-4 bench. Run with CALL_S=450 when
 #      under 9 minutes of device time are left.
+#   R: after Q (gw_pseq_kernel correct but the backward slower: Cl(3,0) bf16 612 -> 713 us): the
+#      lab again on random values (the tensor cores' power depends on the data), and the parts
+#      with the chain off, gw_pseq_kernel's own time against gw_tma_kernel's.
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -87,8 +90,20 @@ Q)
         grep -E "^Cl.*(backward|bmm) |gw_|gz_tma|^="
     room 100 bench && bench 95
     ;;
+R)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a benchmarks/lab/gw_pseq.cu -o "$R/gw_pseq" \
+        >"$R/gw_pseq_build.log" 2>&1 || { tail -n 20 "$R/gw_pseq_build.log"; exit 1; }
+    timeout 60 "$R/gw_pseq" 2>&1 | tee "$R/gw_pseq.txt"
+    rm -f "$R/gw_pseq"
+    build
+    for e in FLASHCLIFFORD_FCGP_GW_PSEQ=1 FLASHCLIFFORD_FCGP_GW_PSEQ=0; do
+        room 20 "parts $e" && env $e FLASHCLIFFORD_FCGP_BWD_PDL=0 timeout 30 python3 benchmarks/fcgp_parts.py --kernels 2>&1 |
+            grep -v -i warn | tee "$R/parts_$e.txt" | grep -E "^Cl.*(backward|bmm) |gw_|gz_" | sed "s/^/${e##*=} /"
+    done
+    ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 L | M | C | P | Q | A"; exit 2 ;;
+    echo "usage: $0 L | M | C | P | Q | R | A"; exit 2 ;;
 esac
