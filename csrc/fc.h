@@ -136,8 +136,8 @@ long long fc_fcgp_sm90_bwd_go_rows(long long rows);
  * convention; initially on unless FLASHCLIFFORD_FCGP_BWD_PDL == "0"; off: plain stream order). */
 int fc_fcgp_sm90_bwd_pdl_switch(int on);
 /* Whether the Hopper FCGP weight gradient runs one path a tile (gw_pseq_kernel) where N_in is a
- * multiple of 128 and N_out of 256 (the same convention; initially on unless
- * FLASHCLIFFORD_FCGP_GW_PSEQ == "0"; off: the path-group kernel everywhere). */
+ * multiple of 128 and N_out of 256 (the same convention; initially off unless
+ * FLASHCLIFFORD_FCGP_GW_PSEQ == "1"; off: the path-group kernel everywhere). */
 int fc_fcgp_sm90_gw_pseq_switch(int on);
 /* How the Hopper FCGP backward forms the norm's row statistics and go^T: mode >= 0 sets it (0 by
  * the rule, 1 in one pass a batch block, go_rows, where N_out <= 512, 2 in two passes, norm_stats

@@ -300,9 +300,9 @@ static PyMethodDef module_methods[] = {
      "measurements."},
     {"_fcgp_sm90_gw_pseq", fcgp_sm90_gw_pseq, METH_VARARGS,
      "_fcgp_sm90_gw_pseq(on=None)\n--\n\n"
-     "Whether the Hopper FCGP weight gradient works one path a tile of 128 x 256 (on unless "
-     "FLASHCLIFFORD_FCGP_GW_PSEQ=0 at start-up) where N_in is a multiple of 128 and N_out of 256; off: "
-     "the path-group kernel everywhere. The sums over the batch are split differently, so the bits "
+     "Whether the Hopper FCGP weight gradient works one path a tile of 128 x 256 (off unless "
+     "FLASHCLIFFORD_FCGP_GW_PSEQ=1 at start-up; measured slower than the default so far) where N_in is a "
+     "multiple of 128 and N_out of 256; off: the path-group kernel everywhere. The sums over the batch are split differently, so the bits "
      "differ between the two (each is deterministic). on=True/False sets it; returns the setting. "
      "Process-wide; for tests and measurements."},
     {"_fcgp_sm90_bwd_pdl", fcgp_sm90_bwd_pdl, METH_VARARGS,

@@ -496,7 +496,7 @@ def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
 
 
 # The weight gradient one path a tile of 128 rows of N_in x 256 columns of N_out (gw_pseq_kernel,
-# fcgp_wgmma_gw_pseq.cuh; _C._fcgp_sm90_gw_pseq, on by default) where N_in is a multiple of 128 and
+# fcgp_wgmma_gw_pseq.cuh; _C._fcgp_sm90_gw_pseq, off by default) where N_in is a multiple of 128 and
 # N_out of 256; elsewhere, and with the switch off, the path-group kernel. Units (path, row block,
 # column block) in rounds of whole units and in batch segments summed in a fixed order (Cl(3,0) at
 # 512 x 512: 160 units, a round of whole ones on an H100's 132 SMs, then segments; fewer units than
@@ -516,6 +516,11 @@ def pseq_either(bwd_on, request):
     yield from _switched(fc._C._fcgp_sm90_gw_pseq, request.param)
 
 
+@pytest.fixture
+def pseq_on(bwd_on):
+    yield from _switched(fc._C._fcgp_sm90_gw_pseq, True)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("batch,n_in,n_out", PSEQ_SHAPES)
 @pytest.mark.parametrize("alg", ALGS)
@@ -526,9 +531,7 @@ def test_backward_gw_one_path_a_tile(pseq_either, alg, batch, n_in, n_out, mode)
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("alg", ALGS)
-def test_backward_gw_one_path_a_tile_repeats(bwd_on, alg, mode):
-    if not fc._C._fcgp_sm90_gw_pseq():
-        pytest.skip("FLASHCLIFFORD_FCGP_GW_PSEQ=0")
+def test_backward_gw_one_path_a_tile_repeats(pseq_on, alg, mode):
     # B 2048: two chunks of whole blocks, so gW's operands lie in grad_x, grad_y's rows when those
     # are 16-byte aligned, in the workspace when 4 bytes off: the same kernels on the same values,
     # so the same bits; and the torch op's gradients bitwise the same from run to run

@@ -194,13 +194,15 @@ std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream 
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 namespace {
-std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: "0" the path-group gW everywhere */
+std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: "1" one path a tile where it fits */
 }
 /* The weight gradient one path a tile of 128 x 256 (gw_pseq_kernel, fcgp_wgmma_gw_pseq.cuh) where
- * N_in is a multiple of 128 and N_out of 256 (on, the default), else gw_tma_kernel. Its loop ran at
- * 525-690 TF/s bf16 in the session-41 lab where gw_tma_kernel's runs at ~360 (NOTES_FCGP.md).
- * FLASHCLIFFORD_FCGP_GW_PSEQ=0 at start-up turns it off. */
-bool gw_pseq() { return switch_state(g_gw_pseq, "FLASHCLIFFORD_FCGP_GW_PSEQ", 1); }
+ * N_in is a multiple of 128 and N_out of 256 (on), else gw_tma_kernel (off, the default). Its loop
+ * ran at 510-690 TF/s bf16 in the session-41 lab where gw_tma_kernel runs at ~360, but the kernel
+ * itself measured slower than gw_tma_kernel (H200, B 4096, N 512, chain off, x2: Cl(3,0) bf16 351
+ * against 257 us, Cl(2,0) bf16 264 against 127; NOTES_FCGP.md session 41), so it stays off until
+ * that gap is found. FLASHCLIFFORD_FCGP_GW_PSEQ=1 at start-up turns it on. */
+bool gw_pseq() { return switch_state(g_gw_pseq, "FLASHCLIFFORD_FCGP_GW_PSEQ", 0); }
 void set_gw_pseq(bool on) { g_gw_pseq.store(on ? 1 : 0); }
 namespace {
 std::atomic<int> g_go_pairs{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_PAIRS: "0" one column a thread */
@@ -282,8 +284,8 @@ int gw_sub_steps()
     return c > 0 ? c : 2;
 }
 
-/* Whether gW runs one path a unit (gw_pseq_kernel): on, and whole blocks of 128 rows of N_in and
- * 256 columns of N_out (its copies read whole tiles). */
+/* Whether gW runs one path a unit (gw_pseq_kernel): switched on, and whole blocks of 128 rows of
+ * N_in and 256 columns of N_out (its copies read whole tiles). */
 bool use_pseq(const fc_args *a)
 {
     return gw_pseq() && a->N_in % kPseqRows == 0 && a->N_out % kPseqCols == 0 && a->N_in > 0 && a->N_out > 0;

@@ -128,8 +128,8 @@ void set_go_rows(long long rows);
  * fc_fcgp_sm90_bwd_pdl_switch): bitwise the same result either way. */
 bool bwd_pdl();
 void set_bwd_pdl(bool on);
-/* Whether the weight gradient runs one path a tile where the shapes allow (gw_pseq_kernel;
- * FLASHCLIFFORD_FCGP_GW_PSEQ; fc_fcgp_sm90_gw_pseq_switch). */
+/* Whether the weight gradient runs one path a tile where the shapes allow (gw_pseq_kernel; off by
+ * default; FLASHCLIFFORD_FCGP_GW_PSEQ; fc_fcgp_sm90_gw_pseq_switch). */
 bool gw_pseq();
 void set_gw_pseq(bool on);
 /* How the backward forms the norm's statistics and go^T (go_rows in one pass, or two passes):

@@ -11,8 +11,12 @@
  * and y components' tiles (128 rows x 32 bytes, xg^T in stage order: two adjacent 64-row tiles)
  * and its outputs' go^T tiles (256 rows x 32 bytes of a step panel, already swizzled) as 1-D bulk
  * copies, the bytes the path needs (the stage holds the largest path's). The session-41 lab
- * (benchmarks/lab/gw_pseq.cu) ran this loop at 525-690 TF/s bf16 with its copies, where
- * gw_tma_kernel runs at ~360 (H200).
+ * (benchmarks/lab/gw_pseq.cu) ran this loop at 510-690 TF/s bf16 with its copies, where
+ * gw_tma_kernel runs at ~360 (H200). This kernel itself, correct (its tests, racecheck, memcheck),
+ * measured slower than gw_tma_kernel (Cl(3,0) bf16 x2 351 against 257 us, Cl(2,0) 264 against
+ * 127: about half the lab's rate, and Cl(2,0)'s 80 units all in 16-step segments), so it is off by
+ * default (FLASHCLIFFORD_FCGP_GW_PSEQ, fcgp_sm90a.cu) until that gap is found (NOTES_FCGP.md
+ * session 41).
  *
  * Units (path, 128-row block, 256-column block), the paths with the most pairs first, are shared
  * out as gw_tma_kernel's tiles are (fcgp_gw_sched.h): whole units in rounds, the rest in batch
