@@ -21,10 +21,10 @@ def nvcc():
 
 
 # (the spill labs instantiate the library's own sm_90a kernels, which FC_SM90A switches on;
-# fwd_spills takes about 35 s, so only gz_spills, 10 s, runs here)
+# fwd_spills and gw_spills take about 35 s, so only gz_spills, 10 s, and gw_pseq_lib, 20 s, run here)
 @pytest.mark.skipif(nvcc() is None, reason="nvcc not found")
 @pytest.mark.parametrize("lab,defines", [("wgmma_lab", []), ("wgmma_rate", []), ("tma_rate", []), ("gw_pseq", []),
-                                         ("gz_spills", ["-DFC_SM90A=1"])])
+                                         ("gz_spills", ["-DFC_SM90A=1"]), ("gw_pseq_lib", ["-DFC_SM90A=1"])])
 def test_lab_compiles_for_sm90a(tmp_path, lab, defines):
     cmd = [nvcc(), "-std=c++17", "-O1", "-I", str(ROOT / "csrc"), "-gencode=arch=compute_90a,code=sm_90a",
            *defines, "-c", str(ROOT / "benchmarks" / "lab" / f"{lab}.cu"), "-o", str(tmp_path / f"{lab}.o")]

@@ -28,6 +28,11 @@
 #   R: after Q (gw_pseq_kernel correct but the backward slower: Cl(3,0) bf16 612 -> 713 us): the
 #      lab again on random values (the tensor cores' power depends on the data), and the parts
 #      with the chain off, gw_pseq_kernel's own time against gw_tma_kernel's.
+#   S: prepared for session 42 (not run): why gw_pseq_kernel runs at half its lab's rate. The
+#      library's kernel alone on synthetic operands (benchmarks/lab/gw_pseq_lib.cu: the issue's
+#      512 x 512 and a 2048 x 512 of whole rounds) beside the loop lab (gw_pseq.cu), then Nsight
+#      Compute on gw_pseq_kernel and gw_tma_kernel in the backward (Cl(3,0) bf16, chain off) and
+#      gw_pseq_kernel's stall samples a source line.
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -102,8 +107,23 @@ R)
             grep -v -i warn | tee "$R/parts_$e.txt" | grep -E "^Cl.*(backward|bmm) |gw_|gz_" | sed "s/^/${e##*=} /"
     done
     ;;
+S)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    for lab in gw_pseq_lib gw_pseq; do
+        nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 "benchmarks/lab/$lab.cu" \
+            -o "$R/$lab" >"$R/${lab}_build.log" 2>&1 || { tail -n 20 "$R/${lab}_build.log"; exit 1; }
+        timeout 60 "$R/$lab" 2>&1 | tee "$R/$lab.txt"
+        rm -f "$R/$lab"
+    done
+    build
+    room 120 ncu && FLASHCLIFFORD_FCGP_GW_PSEQ=1 FLASHCLIFFORD_FCGP_BWD_PDL=0 STAGES=ncu_mem_fcgp \
+        NCU_CELLS="3,bfloat16,4096,512" NCU_MEM_KERNELS="gw_pseq_kernel gw_tma_kernel" timeout 110 bash tests/gpu_check.sh |
+        tail -n 30
+    room 100 "ncu source" && FLASHCLIFFORD_FCGP_GW_PSEQ=1 FLASHCLIFFORD_FCGP_BWD_PDL=0 STAGES=ncu_src_fcgp \
+        NCU_CELLS="3,bfloat16,4096,512" NCU_KERNELS=gw_pseq_kernel timeout 100 bash tests/gpu_check.sh | tail -n 60
+    ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 L | M | C | P | Q | R | A"; exit 2 ;;
+    echo "usage: $0 L | M | C | P | Q | R | S | A"; exit 2 ;;
 esac

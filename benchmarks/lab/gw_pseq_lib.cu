@@ -1,0 +1,109 @@
+/* gw_pseq_lib.cu — the library's one-path-a-tile weight gradient (gw_pseq_kernel,
+ * fcgp_wgmma_gw_pseq.cuh) alone, on synthetic operands, beside gw_pseq.cu's loop (NOTES_FCGP.md
+ * session 41): its loop ran at 510-690 TF/s in that lab, while the kernel in the backward took
+ * about twice the lab's time a step. Here the kernel runs outside the backward (no transposes just
+ * before it, no chain), on random bf16 operands in its layouts (xg^T, yg^T in stage order, go^T in
+ * step panels), a batch chunk of 2048 rows, with make_gw_sched's schedule for
+ *   - N 512 x 512 (the issue's cells: Cl(3,0)'s 160 units, a round and segments; Cl(2,0)'s 80, all
+ *     in segments), and
+ *   - N_in 2048 x N_out 512 (four times the units: whole rounds, few segments),
+ * and reports each launch's time and TF/s (the units' pairs x 2 x 128 x 256 x 2048 flops).
+ * Build and run (sm_90a):
+ *   nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 \
+ *       benchmarks/lab/gw_pseq_lib.cu -o gw_pseq_lib && ./gw_pseq_lib
+ */
+#include <cstdio>
+#include <cstdlib>
+
+#include "../../csrc/cuda/common.cuh"
+#include "../../csrc/cuda/fcgp_wgmma_gw_pseq.cuh"
+#include "lab_check.h"
+
+using namespace fc;
+using namespace fc::fcgp;
+using namespace fc::fcgp::sm90;
+
+/* bf16 values in [-1, 1) from a hash of the index */
+__global__ void fill_random(__nv_bfloat16 *p, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
+        p[i] = __float2bfloat16((float)(h & 0xffff) / 32768.f - 1.f);
+    }
+}
+
+template <int ID> void run(int sms, int Ni, int No)
+{
+    using C = PseqCfg<ID, kBF16>;
+    using E = __nv_bfloat16;
+    constexpr int D = C::D, P = C::P;
+    const int Bp = 2048, steps = Bp / C::KS;
+    const int64_t dcs = (int64_t)Ni * Bp, gcs = (int64_t)No * Bp; /* components apart, elements */
+    E *xg, *yg, *go, *gw;
+    float *slots;
+    int *flags;
+    const int units = P * (Ni / C::BM) * (No / C::NT);
+    const GwSched sch = make_gw_sched(units, steps, sms);
+    CK(cudaMalloc(&xg, (size_t)D * dcs * sizeof(E)));
+    CK(cudaMalloc(&yg, (size_t)D * dcs * sizeof(E)));
+    CK(cudaMalloc(&go, (size_t)D * gcs * sizeof(E)));
+    CK(cudaMalloc(&gw, (size_t)P * Ni * No * sizeof(E)));
+    CK(cudaMalloc(&slots, ((size_t)sch.slots() + 1) * C::SLOT * sizeof(float)));
+    CK(cudaMalloc(&flags, ((size_t)sch.slots() + 1) * sizeof(int)));
+    fill_random<<<1024, 256>>>(xg, (size_t)D * dcs, 1u);
+    fill_random<<<1024, 256>>>(yg, (size_t)D * dcs, 2u);
+    fill_random<<<1024, 256>>>(go, (size_t)D * gcs, 3u);
+    CK(cudaGetLastError());
+    auto k = gw_pseq_kernel<ID, kBF16, E>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    float best = 1e30f;
+    for (int rep = 0; rep < 6; ++rep) {
+        CK(cudaMemset(flags, 0, ((size_t)sch.slots() + 1) * sizeof(int)));
+        CK(cudaEventRecord(e0));
+        k<<<sch.grid, kSplitThreads, C::SMEM>>>(xg, yg, dcs, go, gcs, No, sch, slots, flags, 1, nullptr, nullptr, gw,
+                                                Ni, No);
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (rep > 0 && ms < best)
+            best = ms;
+    }
+    const AlgebraTable &tb = AlgebraTraits<ID>::table;
+    /* the distinct (j, path) pairs: T', each an N_in x N_out x batch product */
+    bool seen[FC_MAX_D][FC_MAX_P] = {};
+    int tp = 0;
+    for (int t = 0; t < tb.T; ++t)
+        if (!seen[tb.term[t].j][tb.term[t].path])
+            seen[tb.term[t].j][tb.term[t].path] = true, ++tp;
+    const double flops = 2.0 * tp * (double)Ni * No * Bp;
+    printf("gw_pseq_kernel Cl(%d,0) bf16  N_in %4d N_out %4d: %3d units, grid %3d, %d rounds + %d of %d segments "
+           "(%d steps): %7.1f us  %6.1f TF/s\n",
+           tb.n, Ni, No, units, sch.grid, sch.dp_rounds, sch.sk_rounds, sch.segs, sch.seg_steps, best * 1e3,
+           flops / best / 1e9);
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    CK(cudaFree(xg));
+    CK(cudaFree(yg));
+    CK(cudaFree(go));
+    CK(cudaFree(gw));
+    CK(cudaFree(slots));
+    CK(cudaFree(flags));
+}
+
+int main()
+{
+    int dev = 0, sms = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    run<1>(sms, 512, 512);
+    run<1>(sms, 2048, 512);
+    run<0>(sms, 512, 512);
+    run<0>(sms, 2048, 512);
+    return 0;
+}
