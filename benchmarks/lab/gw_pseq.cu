@@ -31,7 +31,7 @@
 #include "../../csrc/cuda/common.cuh"
 #include "../../csrc/cuda/fcgp_wgmma.cuh" /* kSplitThreads, the register split */
 #include "../../csrc/cuda/tma_ring.cuh"
-#include "lab_check.h"
+#include "lab_timing.cuh"
 
 using namespace fc;
 using namespace fc::fcgp;
@@ -148,17 +148,6 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     }
 }
 
-/* bf16 values in [-1, 1) from a hash of the index: data that toggle like the library's (the
- * tensor cores' power, and with it the clock, depends on the data) */
-__global__ void fill_random(__nv_bfloat16 *p, size_t n, uint32_t seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
-        p[i] = __float2bfloat16((float)(h & 0xffff) / 32768.f - 1.f);
-    }
-}
-
 template <int NT, int NQ, int KK, bool COPIES>
 void run(const char *what, const unsigned char *xs, const unsigned char *ys, const unsigned char *gs, float *out,
          int sms, int rounds, int steps)
@@ -166,27 +155,11 @@ void run(const char *what, const unsigned char *xs, const unsigned char *ys, con
     using S = Shape<NT, NQ, KK>;
     auto k = pseq<NT, NQ, KK, COPIES>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    float best = 1e30f;
-    for (int rep = 0; rep < 6; ++rep) {
-        CK(cudaEventRecord(e0));
-        k<<<sms, kSplitThreads, S::SMEM>>>(xs, ys, gs, out, rounds, steps);
-        CK(cudaGetLastError());
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (rep > 0 && ms < best)
-            best = ms;
-    }
+    const float best = best_ms([&] { k<<<sms, kSplitThreads, S::SMEM>>>(xs, ys, gs, out, rounds, steps); });
     const double flops = 2.0 * NQ * kRows * NT * 16.0 * steps * rounds * sms;
     const double bytes = (double)S::SUB * steps * rounds * sms;
     printf("%-44s NT %3d NQ %d KK %d stages %d: %8.1f us  %6.1f TF/s  %5.2f TB/s of tiles  %4.1f flop/B\n", what, NT, NQ,
            KK, S::STAGES, best * 1e3, flops / best / 1e9, COPIES ? bytes / best / 1e9 : 0.0, flops / bytes);
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
 }
 
 int main()

@@ -17,21 +17,11 @@
 
 #include "../../csrc/cuda/common.cuh"
 #include "../../csrc/cuda/fcgp_wgmma_gw_pseq.cuh"
-#include "lab_check.h"
+#include "lab_timing.cuh"
 
 using namespace fc;
 using namespace fc::fcgp;
 using namespace fc::fcgp::sm90;
-
-/* bf16 values in [-1, 1) from a hash of the index */
-__global__ void fill_random(__nv_bfloat16 *p, size_t n, uint32_t seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
-        p[i] = __float2bfloat16((float)(h & 0xffff) / 32768.f - 1.f);
-    }
-}
 
 template <int ID> void run(int sms, int Ni, int No)
 {
@@ -57,23 +47,13 @@ template <int ID> void run(int sms, int Ni, int No)
     CK(cudaGetLastError());
     auto k = gw_pseq_kernel<ID, kBF16, E>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    float best = 1e30f;
-    for (int rep = 0; rep < 6; ++rep) {
-        CK(cudaMemset(flags, 0, ((size_t)sch.slots() + 1) * sizeof(int)));
-        CK(cudaEventRecord(e0));
-        k<<<sch.grid, kSplitThreads, C::SMEM>>>(xg, yg, dcs, go, gcs, No, sch, slots, flags, 1, nullptr, nullptr, gw,
-                                                Ni, No);
-        CK(cudaGetLastError());
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (rep > 0 && ms < best)
-            best = ms;
-    }
+    /* the flags zeroed before each launch (untimed), as the backward zeroes them a call */
+    const float best = best_ms(
+        [&] {
+            k<<<sch.grid, kSplitThreads, C::SMEM>>>(xg, yg, dcs, go, gcs, No, sch, slots, flags, 1, nullptr, nullptr, gw,
+                                                    Ni, No);
+        },
+        [&] { CK(cudaMemset(flags, 0, ((size_t)sch.slots() + 1) * sizeof(int))); });
     const AlgebraTable &tb = AlgebraTraits<ID>::table;
     /* the distinct (j, path) pairs: T', each an N_in x N_out x batch product */
     bool seen[FC_MAX_D][FC_MAX_P] = {};
@@ -86,8 +66,6 @@ template <int ID> void run(int sms, int Ni, int No)
            "(%d steps): %7.1f us  %6.1f TF/s\n",
            tb.n, Ni, No, units, sch.grid, sch.dp_rounds, sch.sk_rounds, sch.segs, sch.seg_steps, best * 1e3,
            flops / best / 1e9);
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
     CK(cudaFree(xg));
     CK(cudaFree(yg));
     CK(cudaFree(go));

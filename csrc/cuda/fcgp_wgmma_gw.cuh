@@ -130,6 +130,42 @@ __device__ __forceinline__ void gw_step(float (&acc)[GwCfg<ID, MODE, KK>::PH][Gw
     wg::fence_operands(a[(KK * C::PH - 1) % 2]);
 }
 
+/* A batch segment's hand-off (fcgp_gw_sched.h) over this consumer thread's accumulator pairs:
+ * pairs(f) calls f(v0, v1, i, ...) for each pair, i its place in a slot of slot_floats (float2 i
+ * 256 + tid). A segment before the last writes its sum to its slot and raises its flag (true: the
+ * piece is done); the last waits for the earlier ones' flags and adds their slots in segment
+ * order, so the sum's order is fixed. gw_tma_kernel's and gw_pseq_kernel's. */
+template <class Pairs>
+__device__ __forceinline__ bool gw_segment(const GwUnit &w, float *slots, size_t slot_floats, int *flags, int epoch,
+                                           int tid, Pairs &&pairs)
+{
+    if (w.put >= 0) { /* a segment before the last: its sum to its slot, then its flag */
+        float2 *dst = (float2 *)(slots + (size_t)w.put * slot_floats);
+        pairs([&](float &v0, float &v1, int i, auto...) { __stcg(dst + i * 256 + tid, make_float2(v0, v1)); });
+        consumers_sync();
+        if (tid == 0) {
+            __threadfence();
+            st_release_gpu(flags + w.put, epoch);
+        }
+        return true;
+    }
+    if (w.nget > 0) { /* the last segment: the earlier ones' sums, in segment order */
+        if (tid == 0)
+            for (int q = 0; q < w.nget; ++q)
+                while (ld_acquire_gpu(flags + w.get + q) < epoch)
+                    __nanosleep(100);
+        consumers_sync();
+        for (int q = 0; q < w.nget; ++q) {
+            const float2 *src = (const float2 *)(slots + (size_t)(w.get + q) * slot_floats);
+            pairs([&](float &v0, float &v1, int i, auto...) {
+                const float2 v = __ldcg(src + i * 256 + tid);
+                v0 += v.x, v1 += v.y;
+            });
+        }
+    }
+    return false;
+}
+
 /* xg^T, yg^T in stage order: for each component, the tiles gW's ring brings, one after another.
  * Tile (s, nb) holds rows [64 nb, 64 nb + 64) of N_in (past N_in: zeros) x the KS batch
  * positions of step s, a row's KS positions contiguous (32 bytes), so that a stage's tile of a
@@ -387,30 +423,8 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
                 f(v0, v1, (pl * (C::NT / 8) + c) * 2 + h, pl, c, h);
             });
         };
-        if (w.put >= 0) { /* a segment before the last: its sum to its slot, then its flag */
-            float2 *dst = (float2 *)(slots + (size_t)w.put * SLOT);
-            pairs([&](float &v0, float &v1, int i, int, int, int) { __stcg(dst + i * 256 + tid, make_float2(v0, v1)); });
-            consumers_sync();
-            if (tid == 0) {
-                __threadfence();
-                st_release_gpu(flags + w.put, epoch);
-            }
-            continue;
-        }
-        if (w.nget > 0) { /* the last segment: the earlier ones' sums, in segment order */
-            if (tid == 0)
-                for (int q = 0; q < w.nget; ++q)
-                    while (ld_acquire_gpu(flags + w.get + q) < epoch)
-                        __nanosleep(100);
-            consumers_sync();
-            for (int q = 0; q < w.nget; ++q) {
-                const float2 *src = (const float2 *)(slots + (size_t)(w.get + q) * SLOT);
-                pairs([&](float &v0, float &v1, int i, int, int, int) {
-                    const float2 v = __ldcg(src + i * 256 + tid);
-                    v0 += v.x, v1 += v.y;
-                });
-            }
-        }
+        if (gw_segment(w, slots, SLOT, flags, epoch, tid, pairs))
+            continue; /* a segment before the last: handed off */
         /* the tile: the earlier chunks' sum added, to the stash or to gw */
         auto each = [&](auto &&f) {
             pairs([&](float &v0, float &v1, int, int pl, int c, int h) {

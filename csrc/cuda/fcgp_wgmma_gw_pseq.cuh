@@ -203,30 +203,8 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
                 for (int h = 0; h < 2; ++h)
                     f(acc[4 * c + 2 * h], acc[4 * c + 2 * h + 1], 2 * c + h, c, h);
         };
-        if (w.put >= 0) { /* a segment before the last: its sum to its slot, then its flag */
-            float2 *dst = (float2 *)(slots + (size_t)w.put * C::SLOT);
-            pairs([&](float &v0, float &v1, int i, int, int) { __stcg(dst + i * 256 + tid, make_float2(v0, v1)); });
-            consumers_sync();
-            if (tid == 0) {
-                __threadfence();
-                st_release_gpu(flags + w.put, epoch);
-            }
-            continue;
-        }
-        if (w.nget > 0) { /* the last segment: the earlier ones' sums, in segment order */
-            if (tid == 0)
-                for (int q = 0; q < w.nget; ++q)
-                    while (ld_acquire_gpu(flags + w.get + q) < epoch)
-                        __nanosleep(100);
-            consumers_sync();
-            for (int q = 0; q < w.nget; ++q) {
-                const float2 *src = (const float2 *)(slots + (size_t)(w.get + q) * C::SLOT);
-                pairs([&](float &v0, float &v1, int i, int, int) {
-                    const float2 v = __ldcg(src + i * 256 + tid);
-                    v0 += v.x, v1 += v.y;
-                });
-            }
-        }
+        if (gw_segment(w, slots, C::SLOT, flags, epoch, tid, pairs))
+            continue; /* a segment before the last: handed off */
         /* the unit: the earlier chunks' sum added, to the stash or to gw (whole blocks: no bounds) */
         auto each = [&](auto &&f) {
             pairs([&](float &v0, float &v1, int, int c, int h) {

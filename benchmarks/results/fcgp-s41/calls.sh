@@ -36,15 +36,8 @@
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. benchmarks/results/call_lib.sh # R, END, room, build, bench
+. benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
 S=benchmarks/results/fcgp-s41
-tests_in() { # label, env, pytest args...
-    local label=$1 e=$2
-    shift 2
-    env $e timeout $((END - SECONDS - 20)) python3 -m pytest -q -m gpu -p no:cacheprovider "$@" >"$R/pytest_$label.log" 2>&1
-    echo "tests $label ($e): rc $? $(tail -n 1 "$R/pytest_$label.log")"
-    grep -E "^FAILED|^E " "$R/pytest_$label.log" | head -n 8
-}
 bits() { # the gradient digests of this tree's build against session 40's call U
     timeout 60 python3 benchmarks/go_bits.py 2>/dev/null | grep "^Cl" >"$R/bits.txt"
     echo "digests: $(wc -l <"$R/bits.txt") cases, $(diff "$R/bits.txt" benchmarks/results/fcgp-s40/callU/bits_.txt >/dev/null && echo "the same as call U's" || echo DIFFERENT)"
