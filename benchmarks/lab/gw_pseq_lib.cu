@@ -7,6 +7,7 @@
  *   - N 512 x 512 (the issue's cells: Cl(3,0)'s 160 units, a round and segments; Cl(2,0)'s 80, all
  *     in segments), and
  *   - N_in 2048 x N_out 512 (four times the units: whole rounds, few segments),
+ *   - Cl(3,0)'s three-pair paths alone in whole rounds (the lab's "three pairs a path"),
  * and reports each launch's time and TF/s (the units' pairs x 2 x 128 x 256 x 2048 flops).
  * Build and run (sm_90a):
  *   nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 \
@@ -23,7 +24,10 @@ using namespace fc;
 using namespace fc::fcgp;
 using namespace fc::fcgp::sm90;
 
-template <int ID> void run(int sms, int Ni, int No)
+/* paths: the units of the first `paths` paths in unit order only (0: all), e.g. Cl(3,0)'s 12
+ * three-pair paths over N_in = 128 (SMs / 12) x 512: whole rounds of the heaviest units alone, the
+ * lab's "three pairs a path" in the library's kernel */
+template <int ID> void run(int sms, int Ni, int No, int paths = 0)
 {
     using C = PseqCfg<ID, kBF16>;
     using E = __nv_bfloat16;
@@ -33,7 +37,7 @@ template <int ID> void run(int sms, int Ni, int No)
     E *xg, *yg, *go, *gw;
     float *slots;
     int *flags;
-    const int units = P * (Ni / C::BM) * (No / C::NT);
+    const int np = paths > 0 ? paths : P, units = np * (Ni / C::BM) * (No / C::NT);
     const GwSched sch = make_gw_sched(units, steps, sms);
     CK(cudaMalloc(&xg, (size_t)D * dcs * sizeof(E)));
     CK(cudaMalloc(&yg, (size_t)D * dcs * sizeof(E)));
@@ -55,16 +59,21 @@ template <int ID> void run(int sms, int Ni, int No)
         },
         [&] { CK(cudaMemset(flags, 0, ((size_t)sch.slots() + 1) * sizeof(int))); });
     const AlgebraTable &tb = AlgebraTraits<ID>::table;
-    /* the distinct (j, path) pairs: T', each an N_in x N_out x batch product */
+    /* the units' pairs (distinct (j, path)), each an N_in x N_out x batch product over its tile */
+    constexpr PseqOrder<ID> order = make_pseq_order<ID>();
     bool seen[FC_MAX_D][FC_MAX_P] = {};
     int tp = 0;
-    for (int t = 0; t < tb.T; ++t)
-        if (!seen[tb.term[t].j][tb.term[t].path])
+    for (int t = 0; t < tb.T; ++t) {
+        bool in = false;
+        for (int i = 0; i < np; ++i)
+            in = in || order.path[i] == tb.term[t].path;
+        if (in && !seen[tb.term[t].j][tb.term[t].path])
             seen[tb.term[t].j][tb.term[t].path] = true, ++tp;
+    }
     const double flops = 2.0 * tp * (double)Ni * No * Bp;
-    printf("gw_pseq_kernel Cl(%d,0) bf16  N_in %4d N_out %4d: %3d units, grid %3d, %d rounds + %d of %d segments "
-           "(%d steps): %7.1f us  %6.1f TF/s\n",
-           tb.n, Ni, No, units, sch.grid, sch.dp_rounds, sch.sk_rounds, sch.segs, sch.seg_steps, best * 1e3,
+    printf("gw_pseq_kernel Cl(%d,0) bf16  N_in %4d N_out %4d, %2d paths: %3d units, grid %3d, %d rounds + %d of %d "
+           "segments (%d steps): %7.1f us  %6.1f TF/s\n",
+           tb.n, Ni, No, np, units, sch.grid, sch.dp_rounds, sch.sk_rounds, sch.segs, sch.seg_steps, best * 1e3,
            flops / best / 1e9);
     CK(cudaFree(xg));
     CK(cudaFree(yg));
@@ -81,6 +90,7 @@ int main()
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     run<1>(sms, 512, 512);
     run<1>(sms, 2048, 512);
+    run<1>(sms, 128 * (sms / 12 > 0 ? sms / 12 : 1), 512, 12); /* the three-pair paths alone, whole rounds */
     run<0>(sms, 512, 512);
     run<0>(sms, 2048, 512);
     return 0;
