@@ -21,6 +21,8 @@
  * constant bytes, then random values (the tensor cores' power depends on the data): the result is
  * not checked, only the rate.
  *   COPIES false: the producer arrives with no bytes (the loop's own ceiling).
+ * pseq_mix: gw_pseq_kernel's first round at Cl(3,0), three-pair units beside one-pair ones that
+ * read as many components, against the three-pair units alone.
  * Build and run (sm_90a):
  *   nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a benchmarks/lab/gw_pseq.cu \
  *       -o gw_pseq && ./gw_pseq
@@ -148,6 +150,113 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     }
 }
 
+/* Cl(3,0)'s round of whole units as gw_pseq_kernel runs it: blocks [0, heavy) take three-pair
+ * units (three x and three y components, three go tiles, two terms a pair: 48 KB a step), the rest
+ * one-pair units that read as many x and y components (three terms: 32 KB a step for a third of
+ * the flops), each block one unit of `steps` steps, KK 1, 4 stages of 48 KB. Against the heavy
+ * blocks alone: whether the light units' bytes slow the heavy ones (the L2 feeds ~9.5 TB/s). */
+template <int NQ, int TERMS>
+__device__ __forceinline__ void mix_loader(unsigned char *buf, const unsigned char *xs, const unsigned char *ys,
+                                           const unsigned char *gs, int p, int nb, int m, int k, int steps,
+                                           uint64_t *bar)
+{
+    constexpr int NB = kNi / kRows, NM = kNo / 256, GT = 256 * 32;
+    tma::mbar_arrive_expect_tx(bar, 6 * kXT + NQ * GT);
+    for (int c = 0; c < 3; ++c) {
+        tma::bulk_load(buf + c * kXT, xs + (((size_t)comp_x(p, c) * steps + k) * NB + nb) * kXT, kXT, bar);
+        tma::bulk_load(buf + (3 + c) * kXT, ys + (((size_t)comp_y(p, c) * steps + k) * NB + nb) * kXT, kXT, bar);
+    }
+    for (int q = 0; q < NQ; ++q)
+        tma::bulk_load(buf + 6 * kXT + q * GT, gs + (((size_t)comp_g(p, q) * steps + k) * NM + m) * GT, GT, bar);
+}
+template <int NQ, int TERMS, int ST>
+__device__ __forceinline__ void mix_unit(tma::Ring<ST> &ring, unsigned char *smem, int stage, int steps, int r0, int t,
+                                         float (&acc)[128])
+{
+    ring.consume_fed(0, steps, [&](int s) {
+        const unsigned char *buf = smem + (s % ST) * stage;
+        uint2 x[3][2], y[3][2];
+        for (int c = 0; c < 3; ++c)
+            for (int h = 0; h < 2; ++h) {
+                x[c][h] = *(const uint2 *)(buf + c * kXT + (r0 + 8 * h) * 32 + 8 * t);
+                y[c][h] = *(const uint2 *)(buf + (3 + c) * kXT + (r0 + 8 * h) * 32 + 8 * t);
+            }
+        auto fma2 = [](uint32_t u, uint32_t v, uint32_t w) {
+            const __nv_bfloat162 h = __hfma2(*(const __nv_bfloat162 *)&u, *(const __nv_bfloat162 *)&v,
+                                             *(const __nv_bfloat162 *)&w);
+            return *(const uint32_t *)&h;
+        };
+        uint32_t a[NQ][4];
+        static_for<NQ>([&](auto qq) {
+            constexpr int q = decltype(qq)::value;
+            for (int e = 0; e < 4; ++e)
+                a[q][e] = 0;
+            static_for<TERMS>([&](auto uu) {
+                constexpr int i = (q + decltype(uu)::value) % 3, k = (q + 2 * decltype(uu)::value) % 3;
+                a[q][0] = fma2(x[i][0].x, y[k][0].x, a[q][0]), a[q][1] = fma2(x[i][1].x, y[k][1].x, a[q][1]);
+                a[q][2] = fma2(x[i][0].y, y[k][0].y, a[q][2]), a[q][3] = fma2(x[i][1].y, y[k][1].y, a[q][3]);
+            });
+        });
+        wg::fence();
+        static_for<NQ>([&](auto qq) {
+            constexpr int q = decltype(qq)::value;
+            wg::MmaRS<kBF16, 256>::run(acc, a[q], wg::desc_kmajor_swz<32>(smem_u32(buf + 6 * kXT + q * 256 * 32)), 1);
+        });
+        wg::commit();
+        wg::wait<0>();
+        wg::fence_operands(a);
+    });
+}
+__global__ void __launch_bounds__(kSplitThreads, 1)
+    pseq_mix(const unsigned char *xs, const unsigned char *ys, const unsigned char *gs, float *out, int steps, int heavy)
+{
+    constexpr int ST = 4, STAGE = 48 * 1024;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
+    tma::Ring<ST> ring((uint64_t *)(smem + ST * STAGE), steps, 2);
+    const bool hv = (int)blockIdx.x < heavy;
+    int p, nb, m;
+    unit_of<256>(blockIdx.x, p, nb, m);
+    if (wgi == 2) {
+        wg::setmaxnreg_dec<kProducerRegs>();
+        if (tid == 256)
+            ring.produce([&](int s, uint64_t *bar) {
+                unsigned char *buf = smem + (s % ST) * STAGE;
+                if (hv)
+                    mix_loader<3, 2>(buf, xs, ys, gs, p, nb, m, s, steps, bar);
+                else
+                    mix_loader<1, 3>(buf, xs, ys, gs, p, nb, m, s, steps, bar);
+            });
+        return;
+    }
+    wg::setmaxnreg_inc<kConsumerRegs>();
+    float acc[128];
+    zero_all(acc);
+    const int r0 = 64 * wgi + 16 * warp + g;
+    if (hv)
+        mix_unit<3, 2, ST>(ring, smem, STAGE, steps, r0, t, acc);
+    else
+        mix_unit<1, 3, ST>(ring, smem, STAGE, steps, r0, t, acc);
+    wg::fence_operands(acc);
+    float2 *dst = (float2 *)(out + (size_t)blockIdx.x * kRows * 256);
+#pragma unroll
+    for (int i = 0; i < 64; ++i)
+        __stcg(dst + i * 256 + tid, make_float2(acc[2 * i], acc[2 * i + 1]));
+}
+
+/* grid blocks, the first `heavy` of them three-pair units: the time and the heavy blocks' rate */
+void run_mix(const char *what, const unsigned char *xs, const unsigned char *ys, const unsigned char *gs, float *out,
+             int grid, int heavy, int steps)
+{
+    constexpr int SMEM = 4 * 48 * 1024 + 1024 + 64;
+    CK(cudaFuncSetAttribute(pseq_mix, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+    const float best = best_ms([&] { pseq_mix<<<grid, kSplitThreads, SMEM>>>(xs, ys, gs, out, steps, heavy); });
+    const double flops = 2.0 * 3 * kRows * 256 * 16.0 * steps * heavy;
+    printf("%-44s %3d blocks, %3d three-pair: %8.1f us  the three-pair blocks at %6.1f TF/s\n", what, grid, heavy,
+           best * 1e3, flops / best / 1e9);
+}
+
 template <int NT, int NQ, int KK, bool COPIES>
 void run(const char *what, const unsigned char *xs, const unsigned char *ys, const unsigned char *gs, float *out,
          int sms, int rounds, int steps)
@@ -200,6 +309,11 @@ int main()
         if (data == 0)
             run<128, 2, 2, true>("two pairs a path, NT 128, copies", xs, ys, gs, out, sms, rounds, steps);
     }
+    /* Cl(3,0)'s first round in gw_pseq_kernel: 96 three-pair units beside 36 one-pair ones (random data) */
+    const int heavy = sms * 96 / 132;
+    run_mix("three-pair units alone", xs, ys, gs, out, heavy, heavy, steps);
+    run_mix("three-pair units beside one-pair units", xs, ys, gs, out, sms, heavy, steps);
+    run_mix("all three-pair units", xs, ys, gs, out, sms, sms, steps);
     CK(cudaFree(xs));
     CK(cudaFree(ys));
     CK(cudaFree(gs));

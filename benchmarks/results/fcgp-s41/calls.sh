@@ -30,7 +30,8 @@
 #      with the chain off, gw_pseq_kernel's own time against gw_tma_kernel's.
 #   S: prepared for session 42 (not run): why gw_pseq_kernel runs at half its lab's rate. The
 #      library's kernel alone on synthetic operands (benchmarks/lab/gw_pseq_lib.cu: the issue's
-#      512 x 512 and a 2048 x 512 of whole rounds) beside the loop lab (gw_pseq.cu), then Nsight
+#      512 x 512 and a 2048 x 512 of whole rounds) beside the loop lab (gw_pseq.cu, with pseq_mix:
+#      three-pair units beside one-pair ones, as the kernel's first round at Cl(3,0)), then Nsight
 #      Compute on gw_pseq_kernel and gw_tma_kernel in the backward (Cl(3,0) bf16, chain off) and
 #      gw_pseq_kernel's stall samples a source line.
 #   A: where an H100 kind is lent: session 38's call A (main's checks and the issue-4 table).
