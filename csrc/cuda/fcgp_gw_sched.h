@@ -33,6 +33,16 @@ struct GwSched {
 
     __host__ __device__ int units() const { return dp_rounds + sk_rounds; }
     __host__ __device__ int slots() const { return sk_rounds * tpr * (segs - 1); }
+    /* Block b's steps, all its pieces: the length of its ring. */
+    __host__ __device__ int steps(int b) const
+    {
+        int n = 0;
+        for (int u = 0; u < units(); ++u) {
+            const GwUnit w = unit(b, u);
+            n += w.tile >= 0 ? w.k1 - w.k0 : 0;
+        }
+        return n;
+    }
     /* Block b's piece of round u. */
     __host__ __device__ GwUnit unit(int b, int u) const
     {

@@ -1231,22 +1231,23 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         }
 
         if (need_w) { /* gW of the chunk */
-            /* xg^T, yg^T in stage order: rows of 256 bytes (8 of a tile's), a box one tile of 8
-             * rows and the group's (XC) or all (D) components; go^T's panels likewise, rows of 8
-             * N_out rows of a step (got_offset), a box NT / 8 of them (one step's NT columns) */
-            CUtensorMap xm, ym, gm;
-            const uint64_t xs2 = (uint64_t)dcs * sizeof(E), trows = (uint64_t)(Bp / W::KS) * (gw_rows(Ni) / kRows) * 8;
-            if ((s = make_map(&xm, xgt, ty, sizeof(E), 8 * W::KS, trows, D, 8 * W::KS, 8, W::XC,
-                              CU_TENSOR_MAP_SWIZZLE_NONE, xs2)) != FC_OK ||
-                (s = make_map(&ym, ygt, ty, sizeof(E), 8 * W::KS, trows, D, 8 * W::KS, 8, D, CU_TENSOR_MAP_SWIZZLE_NONE,
-                              xs2)) != FC_OK ||
-                (s = make_map(&gm, got, ty, sizeof(E), 8 * W::KS, (uint64_t)(Bp / W::KS) * (Nor / 8), D, 8 * W::KS,
-                              W::NT / 8, D, CU_TENSOR_MAP_SWIZZLE_NONE, (uint64_t)gcs * sizeof(E))) != FC_OK)
-                return s;
             /* all Bp positions: a row may lie past `rows` (got_row) */
             const GwSched sch = gw_sched(a, MODE, Bp);
             const bool last = b0 + rows >= B;
             auto gw = [&](auto kk) -> fc_status {
+                /* xg^T, yg^T in stage order: rows of 256 bytes (8 of a tile's), a box one tile of 8
+                 * rows and the group's (XC) or all (D) components; go^T's panels likewise, rows of 8
+                 * N_out rows of a step (got_offset), a box NT / 8 of them (one step's NT columns) */
+                CUtensorMap xm, ym, gm;
+                fc_status r;
+                const uint64_t xs2 = (uint64_t)dcs * sizeof(E), trows = (uint64_t)(Bp / W::KS) * (gw_rows(Ni) / kRows) * 8;
+                if ((r = make_map(&xm, xgt, ty, sizeof(E), 8 * W::KS, trows, D, 8 * W::KS, 8, W::XC,
+                                  CU_TENSOR_MAP_SWIZZLE_NONE, xs2)) != FC_OK ||
+                    (r = make_map(&ym, ygt, ty, sizeof(E), 8 * W::KS, trows, D, 8 * W::KS, 8, D,
+                                  CU_TENSOR_MAP_SWIZZLE_NONE, xs2)) != FC_OK ||
+                    (r = make_map(&gm, got, ty, sizeof(E), 8 * W::KS, (uint64_t)(Bp / W::KS) * (Nor / 8), D, 8 * W::KS,
+                                  W::NT / 8, D, CU_TENSOR_MAP_SWIZZLE_NONE, (uint64_t)gcs * sizeof(E))) != FC_OK)
+                    return r;
                 using Wk = GwCfg<ID, MODE, decltype(kk)::value>;
                 auto kgw = gw_tma_kernel<ID, MODE, Tio, decltype(kk)::value>;
                 FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, Wk::SMEM));
@@ -1257,7 +1258,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 FC_LAUNCH_CHECK(st);
                 return FC_OK;
             };
-            /* one path a unit where the shapes allow (use_pseq), else the sub-steps gw_sched counted with */
+            /* one path a unit where the shapes allow (use_pseq: by bulk copies, no tensor maps), else
+             * the sub-steps gw_sched counted with */
             if (use_pseq(a)) {
                 auto kp = gw_pseq_kernel<ID, MODE, Tio>;
                 constexpr int smem = PseqCfg<ID, MODE>::SMEM;

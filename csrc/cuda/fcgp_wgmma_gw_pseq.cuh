@@ -97,7 +97,6 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
                    int *flags, int epoch, const float *prev, float *stash, Tout *gw, int Ni, int No)
 {
     using C = PseqCfg<ID, MODE>;
-    using E = Elem<MODE>;
     constexpr int S = C::STAGES, NT = C::NT, KS = C::KS;
     using PP = Plans<ID>;
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -105,12 +104,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
     pdl::waiting(); /* go^T, xg^T and yg^T of the chunk, and the earlier chunks' sum */
     const int NM = No / NT, NB = Ni / C::BM, nbm = NM * NB, NB64 = Ni / 64, U = sch.units(), b = blockIdx.x;
-    int total = 0; /* this block's steps, all units */
-    for (int u = 0; u < U; ++u) {
-        const GwUnit w = sch.unit(b, u);
-        total += w.tile >= 0 ? w.k1 - w.k0 : 0;
-    }
-    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), total, 2);
+    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), sch.steps(b), 2);
     if (wgi == 2) { /* the producer warpgroup: one thread issues every step of every unit */
         wg::setmaxnreg_dec<kProducerRegs>();
         if (tid != 256)
