@@ -25,10 +25,11 @@
  * read as many components, against the three-pair units alone.
  * Build and run (sm_90a):
  *   nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a benchmarks/lab/gw_pseq.cu \
- *       -o gw_pseq && ./gw_pseq
+ *       -o gw_pseq && ./gw_pseq [mix]
  */
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "../../csrc/cuda/common.cuh"
 #include "../../csrc/cuda/fcgp_wgmma.cuh" /* kSplitThreads, the register split */
@@ -271,7 +272,8 @@ void run(const char *what, const unsigned char *xs, const unsigned char *ys, con
            KK, S::STAGES, best * 1e3, flops / best / 1e9, COPIES ? bytes / best / 1e9 : 0.0, flops / bytes);
 }
 
-int main()
+/* ./gw_pseq [mix]: every shape, or pseq_mix's three runs alone (one to profile) */
+int main(int argc, char **argv)
 {
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
@@ -289,7 +291,8 @@ int main()
     CK(cudaMemset(ys, 0x3c, xy));
     CK(cudaMemset(gs, 0x3c, gb));
     printf("gW one path a tile (128 rows x NT), bf16, %d blocks x %d units x %d sub-steps of 16\n", sms, rounds, steps);
-    for (int data = 0; data < 2; ++data) {
+    const bool mix_only = argc > 1 && strcmp(argv[1], "mix") == 0;
+    for (int data = mix_only ? 1 : 0; data < 2; ++data) {
         if (data == 1) { /* the same shapes on random values */
             fill_random<<<1024, 256>>>((__nv_bfloat16 *)xs, xy / 2, 1u);
             fill_random<<<1024, 256>>>((__nv_bfloat16 *)ys, xy / 2, 2u);
@@ -300,6 +303,8 @@ int main()
         } else {
             printf("constant values (0x3c3c):\n");
         }
+        if (mix_only)
+            break;
         run<256, 2, 2, true>("two pairs a path, copies", xs, ys, gs, out, sms, rounds, steps);
         run<256, 2, 2, false>("two pairs a path, copy-free", xs, ys, gs, out, sms, rounds, steps);
         run<256, 3, 1, true>("three pairs a path (Cl(3,0)'s 12 of 20), copies", xs, ys, gs, out, sms, rounds, steps);

@@ -11,7 +11,7 @@
  * and reports each launch's time and TF/s (the units' pairs x 2 x 128 x 256 x 2048 flops).
  * Build and run (sm_90a):
  *   nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 \
- *       benchmarks/lab/gw_pseq_lib.cu -o gw_pseq_lib && ./gw_pseq_lib
+ *       benchmarks/lab/gw_pseq_lib.cu -o gw_pseq_lib && ./gw_pseq_lib [case]
  */
 #include <cstdio>
 #include <cstdlib>
@@ -83,15 +83,25 @@ template <int ID> void run(int sms, int Ni, int No, int paths = 0)
     CK(cudaFree(flags));
 }
 
-int main()
+/* ./gw_pseq_lib [case]: every case, or only case 0-5 (in the order below: one to profile) */
+int main(int argc, char **argv)
 {
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    run<1>(sms, 512, 512);
-    run<1>(sms, 2048, 512);
-    run<1>(sms, 128 * (sms / 12 > 0 ? sms / 12 : 1), 512, 12); /* the three-pair paths alone, whole rounds */
-    run<0>(sms, 512, 512);
-    run<0>(sms, 2048, 512);
+    const int only = argc > 1 ? atoi(argv[1]) : -1;
+    auto want = [&](int c) { return only < 0 || only == c; };
+    if (want(0))
+        run<1>(sms, 512, 512);
+    if (want(1))
+        run<1>(sms, 2048, 512);
+    if (want(2))
+        run<1>(sms, 128 * (sms / 12 > 0 ? sms / 12 : 1), 512, 12); /* the three-pair paths alone, whole rounds */
+    if (want(3))
+        run<0>(sms, 512, 512);
+    if (want(4))
+        run<0>(sms, 2048, 512);
+    if (want(5)) /* the three-pair paths alone over 512 x 512 on 96 SMs: gw_pseq.cu's "three-pair units alone" */
+        run<1>(sms * 96 / 132, 512, 512, 12);
     return 0;
 }

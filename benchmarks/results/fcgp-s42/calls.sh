@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Session 42's device calls (kind nvidia-h200; carry [".nvcc_cache.tgz"], timeout 600).
+#   S: session 41's prepared call S (results/fcgp-s41/calls.sh S), run as it was; its logs in callS/.
+#   T: after S (the library's gw_pseq_kernel runs Cl(3,0)'s three-pair paths alone at 409 TF/s, the
+#      lab's loop at ~600-635): where each spends its time. Both labs built with -lineinfo; their
+#      rates again, then the SASS of both (gzipped, for the loops side by side) and Nsight Compute's
+#      stall samples a SASS instruction for gw_pseq_lib case 5 (the three-pair paths alone over
+#      512 x 512 on 96 SMs) and for gw_pseq's pseq_mix "three-pair units alone" (96 blocks, the
+#      same footprint and shape).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
+T=/tmp/labs
+mkdir -p "$T"
+lab_build() { # lab_build NAME: benchmarks/lab/NAME.cu -> $T/NAME, with line info
+    nvcc -std=c++17 -O3 -lineinfo -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 "benchmarks/lab/$1.cu" \
+        -o "$T/$1" >"$T/$1_build.log" 2>&1 || { tail -n 20 "$T/$1_build.log"; return 1; }
+}
+ncu_src() { # ncu_src LABEL KERNEL BINARY ARGS...: the second launch's stall samples a SASS instruction
+    local label=$1 k=$2
+    shift 2
+    ncu --kernel-name regex:"$k" --launch-skip 1 --launch-count 1 --section WarpStateStats --section SourceCounters \
+        -f -o "$T/src_$label" "$@" >"$T/ncu_$label.log" 2>&1 || { tail -n 5 "$T/ncu_$label.log"; return 1; }
+    ncu -i "$T/src_$label.ncu-rep" --page source --csv --print-source sass >"$T/src.csv" 2>&1
+    python3 benchmarks/ncu_source_summary.py "$T/src.csv" --top 45 >"$R/src_$label.txt" 2>&1
+    ncu -i "$T/src_$label.ncu-rep" --page details --section WarpStateStats >"$T/ws_$label.txt" 2>&1
+    echo "--- $label"
+    grep -E "Warp Cycles|Issued Warp|Active Threads|stall|Stall" "$T/ws_$label.txt" | head -n 12
+    head -n 70 "$R/src_$label.txt"
+}
+case "${1:-}" in
+T)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    lab_build gw_pseq_lib && lab_build gw_pseq || exit 1
+    timeout 60 "$T/gw_pseq_lib" | tee "$R/gw_pseq_lib.txt"
+    timeout 60 "$T/gw_pseq" mix | tee "$R/gw_pseq.txt"
+    cuobjdump -sass "$T/gw_pseq_lib" | gzip >"$R/lib_sass.txt.gz"
+    cuobjdump -sass "$T/gw_pseq" | gzip >"$R/lab_sass.txt.gz"
+    room 60 "ncu lib" && ncu_src lib gw_pseq_kernel "$T/gw_pseq_lib" 5
+    room 60 "ncu lab" && ncu_src lab pseq_mix "$T/gw_pseq" mix
+    ;;
+S)
+    bash benchmarks/results/fcgp-s41/calls.sh S ;;
+A)
+    bash benchmarks/results/fcgp-s38/calls.sh A ;;
+*)
+    echo "usage: $0 T | S | A"; exit 2 ;;
+esac
