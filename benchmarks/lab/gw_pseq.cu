@@ -319,6 +319,7 @@ int main(int argc, char **argv)
     run_mix("three-pair units alone", xs, ys, gs, out, heavy, heavy, steps);
     run_mix("three-pair units beside one-pair units", xs, ys, gs, out, sms, heavy, steps);
     run_mix("all three-pair units", xs, ys, gs, out, sms, sms, steps);
+    run_mix("three-pair units alone, 24 blocks", xs, ys, gs, out, 24, 24, steps);
     CK(cudaFree(xs));
     CK(cudaFree(ys));
     CK(cudaFree(gs));

@@ -83,7 +83,7 @@ template <int ID> void run(int sms, int Ni, int No, int paths = 0)
     CK(cudaFree(flags));
 }
 
-/* ./gw_pseq_lib [case]: every case, or only case 0-5 (in the order below: one to profile) */
+/* ./gw_pseq_lib [case]: every case, or only case 0-6 (in the order below: one to profile) */
 int main(int argc, char **argv)
 {
     int dev = 0, sms = 0;
@@ -103,5 +103,7 @@ int main(int argc, char **argv)
         run<0>(sms, 2048, 512);
     if (want(5)) /* the three-pair paths alone over 512 x 512 on 96 SMs: gw_pseq.cu's "three-pair units alone" */
         run<1>(sms * 96 / 132, 512, 512, 12);
+    if (want(6)) /* the same on 24 SMs over 128 x 512 (its operands 24 MB, the L2's): beside gw_pseq mix's 24 blocks */
+        run<1>(24, 128, 512, 12);
     return 0;
 }

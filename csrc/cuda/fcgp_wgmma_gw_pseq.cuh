@@ -109,37 +109,44 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         wg::setmaxnreg_dec<kProducerRegs>();
         if (tid != 256)
             return;
-        int iu = 0, ik = 0, ik1 = 0, ii = 0, inb = 0, im = 0;
-        ring.produce([&](int s, uint64_t *bar) {
-            while (ik >= ik1) {
-                const GwUnit w = sch.unit(b, iu++);
-                if (w.tile < 0)
-                    continue;
-                ii = w.tile / nbm, inb = w.tile % nbm / NM, im = w.tile % NM;
-                ik = w.k0, ik1 = w.k1;
-            }
-            unsigned char *buf = smem + (s % S) * C::STAGE;
+        /* The path is chosen once a unit, outside its steps: chosen a step (a 20-way branch chain
+         * ahead of each step's copies) the one thread took longer a step than the consumers'
+         * wgmmas, and the consumers waited on their full barrier a third of the time
+         * (NOTES_FCGP.md session 42). */
+        int s0 = 0;
+        for (int u = 0; u < U; ++u) {
+            const GwUnit w = sch.unit(b, u);
+            if (w.tile < 0)
+                continue;
+            const int ii = w.tile / nbm, inb = w.tile % nbm / NM, im = w.tile % NM, s1 = s0 + (w.k1 - w.k0);
+            int ik = w.k0;
             with_path<ID>(ii, [&](auto pc) {
                 constexpr int p = decltype(pc)::value;
-                tma::mbar_arrive_expect_tx(bar, C::bytes(p));
-                /* 128 rows of a step: the two 64-row tiles (s NB64 + 2 inb, + 1) of xgt_offset */
-                const int64_t xo = ((int64_t)ik * NB64 + 2 * inb) * 64 * KS, go = (int64_t)ik * Nor * KS + (int64_t)im * NT * KS;
                 constexpr int NX = PP::path.nx[p], NY = PP::path.ny[p], NJ = PP::path.nj[p];
-                static_for<NX>([&](auto c) {
-                    constexpr int cc = decltype(c)::value, comp = PP::path.xc[p][cc];
-                    tma::bulk_load(buf + cc * C::XT, xgt + comp * dcs + xo, C::XT, bar);
-                });
-                static_for<NY>([&](auto c) {
-                    constexpr int cc = decltype(c)::value, comp = PP::path.yc[p][cc];
-                    tma::bulk_load(buf + (NX + cc) * C::XT, ygt + comp * dcs + xo, C::XT, bar);
-                });
-                static_for<NJ>([&](auto c) {
-                    constexpr int cc = decltype(c)::value, comp = PP::path.jc[p][cc];
-                    tma::bulk_load(buf + (NX + NY) * C::XT + cc * C::GT, got + comp * gcs + go, C::GT, bar);
+                ring.produce_range(s0, s1, [&](int s, uint64_t *bar) {
+                    unsigned char *buf = smem + (s % S) * C::STAGE;
+                    tma::mbar_arrive_expect_tx(bar, C::bytes(p));
+                    /* 128 rows of step ik: the two 64-row tiles (ik NB64 + 2 inb, + 1) of xgt_offset;
+                     * go^T's 256 rows of its step panel (offsets formed a step: the producer has 24
+                     * registers) */
+                    const int64_t xo = ((int64_t)ik * NB64 + 2 * inb) * 64 * KS, go = (int64_t)ik * Nor * KS + (int64_t)im * NT * KS;
+                    static_for<NX>([&](auto c) {
+                        constexpr int cc = decltype(c)::value, comp = PP::path.xc[p][cc];
+                        tma::bulk_load(buf + cc * C::XT, xgt + comp * dcs + xo, C::XT, bar);
+                    });
+                    static_for<NY>([&](auto c) {
+                        constexpr int cc = decltype(c)::value, comp = PP::path.yc[p][cc];
+                        tma::bulk_load(buf + (NX + cc) * C::XT, ygt + comp * dcs + xo, C::XT, bar);
+                    });
+                    static_for<NJ>([&](auto c) {
+                        constexpr int cc = decltype(c)::value, comp = PP::path.jc[p][cc];
+                        tma::bulk_load(buf + (NX + NY) * C::XT + cc * C::GT, got + comp * gcs + go, C::GT, bar);
+                    });
+                    ++ik;
                 });
             });
-            ++ik;
-        });
+            s0 = s1;
+        }
         return;
     }
     wg::setmaxnreg_inc<kConsumerRegs>();

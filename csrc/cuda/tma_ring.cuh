@@ -32,9 +32,11 @@ template <int S> struct Ring {
     }
     /* The producer's thread: issue(s, full barrier) copies step s into buffer s % S, every step
      * in order, each once the consumers have released its buffer. */
-    template <class Issue> __device__ __forceinline__ void produce(Issue &&issue)
+    template <class Issue> __device__ __forceinline__ void produce(Issue &&issue) { produce_range(0, steps, issue); }
+    /* ... steps [s0, s1) of them only (a kernel may issue its pieces' steps in loops of their own) */
+    template <class Issue> __device__ __forceinline__ void produce_range(int s0, int s1, Issue &&issue)
     {
-        for (int s = 0; s < steps; ++s) {
+        for (int s = s0; s < s1; ++s) {
             if (s >= S)
                 mbar_wait(&empty[s % S], ((s - S) / S) & 1);
             issue(s, &full[s % S]);

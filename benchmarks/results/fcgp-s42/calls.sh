@@ -7,6 +7,14 @@
 #      stall samples a SASS instruction for gw_pseq_lib case 5 (the three-pair paths alone over
 #      512 x 512 on 96 SMs) and for gw_pseq's pseq_mix "three-pair units alone" (96 blocks, the
 #      same footprint and shape).
+#   U: after T (the library's consumers wait on their full barrier 34% of the time, the lab's 7%;
+#      their loops' SASS alike): whether the copies are slow for the memory system or in the SM.
+#      gw_pseq_lib case 6 (the three-pair paths on 24 SMs over 128 x 512: operands in L2) beside the
+#      lab's three-pair blocks on 24 SMs, and Nsight Compute's memory sections (L2 hit rate, DRAM
+#      bytes, L2 throughput) on both at 96 SMs.
+#   V: after U (as slow on 24 SMs with its operands in L2: the SM, not the memory system): the
+#      producer choosing the path once a unit, not a step (the 20-way branch chain ahead of every
+#      step's copies). gw_pseq_lib's cases again and the stall samples of case 5.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
@@ -20,13 +28,15 @@ ncu_src() { # ncu_src LABEL KERNEL BINARY ARGS...: the second launch's stall sam
     local label=$1 k=$2
     shift 2
     ncu --kernel-name regex:"$k" --launch-skip 1 --launch-count 1 --section WarpStateStats --section SourceCounters \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
         -f -o "$T/src_$label" "$@" >"$T/ncu_$label.log" 2>&1 || { tail -n 5 "$T/ncu_$label.log"; return 1; }
     ncu -i "$T/src_$label.ncu-rep" --page source --csv --print-source sass >"$T/src.csv" 2>&1
     python3 benchmarks/ncu_source_summary.py "$T/src.csv" --top 45 >"$R/src_$label.txt" 2>&1
-    ncu -i "$T/src_$label.ncu-rep" --page details --section WarpStateStats >"$T/ws_$label.txt" 2>&1
+    ncu -i "$T/src_$label.ncu-rep" --page details >"$R/details_$label.txt" 2>&1
     echo "--- $label"
-    grep -E "Warp Cycles|Issued Warp|Active Threads|stall|Stall" "$T/ws_$label.txt" | head -n 12
-    head -n 70 "$R/src_$label.txt"
+    grep -E "Duration|DRAM Through|L2 Cache Through|L1/TEX Cache Through|L2 Hit|Mem Busy|Max Bandwidth|Warp Cycles|stall|Stall" \
+        "$R/details_$label.txt" | head -n 24
+    head -n "${SRC_LINES:-70}" "$R/src_$label.txt"
 }
 case "${1:-}" in
 T)
@@ -39,10 +49,24 @@ T)
     room 60 "ncu lib" && ncu_src lib gw_pseq_kernel "$T/gw_pseq_lib" 5
     room 60 "ncu lab" && ncu_src lab pseq_mix "$T/gw_pseq" mix
     ;;
+U)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    lab_build gw_pseq_lib && lab_build gw_pseq || exit 1
+    for c in 5 6 5 6; do timeout 30 "$T/gw_pseq_lib" $c; done | tee "$R/gw_pseq_lib.txt"
+    timeout 60 "$T/gw_pseq" mix | tee "$R/gw_pseq.txt"
+    SRC_LINES=25 room 60 "ncu lib" && SRC_LINES=25 ncu_src lib gw_pseq_kernel "$T/gw_pseq_lib" 5
+    SRC_LINES=25 room 60 "ncu lab" && SRC_LINES=25 ncu_src lab pseq_mix "$T/gw_pseq" mix
+    ;;
+V)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    lab_build gw_pseq_lib || exit 1
+    timeout 60 "$T/gw_pseq_lib" | tee "$R/gw_pseq_lib.txt"
+    SRC_LINES=25 room 60 "ncu lib" && SRC_LINES=25 ncu_src lib gw_pseq_kernel "$T/gw_pseq_lib" 5
+    ;;
 S)
     bash benchmarks/results/fcgp-s41/calls.sh S ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 T | S | A"; exit 2 ;;
+    echo "usage: $0 T | U | V | S | A"; exit 2 ;;
 esac
