@@ -183,11 +183,6 @@ static PyObject *fcgp_sm90_bwd_pdl(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_bwd_pdl", fc_fcgp_sm90_bwd_pdl_switch);
 }
-static PyObject *fcgp_sm90_gw_pseq(PyObject *module, PyObject *args)
-{
-    (void)module;
-    return switch_call(args, "|O:_fcgp_sm90_gw_pseq", fc_fcgp_sm90_gw_pseq_switch);
-}
 /* The C API's small choices from Python: one optional integer (-1, leave it, when absent) in [-1,
  * most], passed to get_set, which sets the choice when it is >= 0 and returns it; `values` names the
  * choices for the error, which names the function from format ("|i:name"). */
@@ -208,6 +203,13 @@ static PyObject *fcgp_sm90_bwd_go_fused(PyObject *module, PyObject *args)
     (void)module;
     return choice_call(args, "|i:_fcgp_sm90_bwd_go_fused", 2, "0 (by the rule), 1 (one pass) or 2 (two passes)",
                        fc_fcgp_sm90_bwd_go_fused);
+}
+/* _fcgp_sm90_gw_pseq(mode=-1): set the mode when mode >= 0; returns the setting */
+static PyObject *fcgp_sm90_gw_pseq(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return choice_call(args, "|i:_fcgp_sm90_gw_pseq", 2, "0 (by the rule), 1 (one path a tile) or 2 (path groups)",
+                       fc_fcgp_sm90_gw_pseq);
 }
 /* _fcgp_sm90_fwd_cluster(shape=-1): set the shape when shape >= 0; returns the setting */
 static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
@@ -299,12 +301,12 @@ static PyMethodDef module_methods[] = {
      "dots in different orders. mode >= 0 sets it; returns the setting. Process-wide; for tests and "
      "measurements."},
     {"_fcgp_sm90_gw_pseq", fcgp_sm90_gw_pseq, METH_VARARGS,
-     "_fcgp_sm90_gw_pseq(on=None)\n--\n\n"
-     "Whether the Hopper FCGP weight gradient works one path a tile of 128 x 256 (off unless "
-     "FLASHCLIFFORD_FCGP_GW_PSEQ=1 at start-up; measured slower than the default so far) where N_in is a "
-     "multiple of 128 and N_out of 256; off: the path-group kernel everywhere. The sums over the batch are split differently, so the bits "
-     "differ between the two (each is deterministic). on=True/False sets it; returns the setting. "
-     "Process-wide; for tests and measurements."},
+     "_fcgp_sm90_gw_pseq(mode=-1)\n--\n\n"
+     "How the Hopper FCGP weight gradient is tiled: 0 by the rule (one path a tile of 128 x 256 where N_in "
+     "is a multiple of 128, N_out of 256 and its units, paths x tiles, fill the SMs; else path groups), 1 one "
+     "path a tile wherever the shapes allow, 2 path groups everywhere (initially FLASHCLIFFORD_FCGP_GW_PSEQ's, "
+     "else 0). The sums over the batch are split differently, so the bits differ between the two kernels (each "
+     "is deterministic). mode >= 0 sets it; returns the setting. Process-wide; for tests and measurements."},
     {"_fcgp_sm90_bwd_pdl", fcgp_sm90_bwd_pdl, METH_VARARGS,
      "_fcgp_sm90_bwd_pdl(on=None)\n--\n\n"
      "Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch, so that its "

@@ -68,8 +68,9 @@ struct GwSched {
 
 /* The schedule of `tiles` tiles of kb steps on `sms` blocks: whole-tile rounds while a round
  * fills every block, then the segment count (at most 8, each segment non-empty) with the fewest
- * rounds x steps a segment, the fewest segments among equals. */
-inline GwSched make_gw_sched(int tiles, int kb, int sms)
+ * rounds x (steps a segment + hand x the slots its last segment reads back), the fewest segments
+ * among equals; hand: a slot's read in steps (0: the slots cost nothing). */
+inline GwSched make_gw_sched(int tiles, int kb, int sms, int hand = 0)
 {
     GwSched g{};
     g.tiles = tiles, g.kb = kb < 1 ? 1 : kb;
@@ -82,7 +83,7 @@ inline GwSched make_gw_sched(int tiles, int kb, int sms)
             const int step = (g.kb + s - 1) / s, tpr = sms / s, rounds = (rest + tpr - 1) / tpr;
             if ((s - 1) * step >= g.kb)
                 break; /* the last segment would be empty */
-            const long cost = (long)rounds * step;
+            const long cost = (long)rounds * (step + (long)(s - 1) * hand);
             if (best < 0 || cost < best)
                 best = cost, g.segs = s, g.tpr = tpr, g.sk_rounds = rounds, g.seg_steps = step;
         }

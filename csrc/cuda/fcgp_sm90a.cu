@@ -194,16 +194,14 @@ std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream 
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 namespace {
-std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: "1" one path a tile where it fits */
+std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: 1 on where it fits, 2 off; 0 by the rule */
 }
-/* The weight gradient one path a tile of 128 x 256 (gw_pseq_kernel, fcgp_wgmma_gw_pseq.cuh) where
- * N_in is a multiple of 128 and N_out of 256 (on), else gw_tma_kernel (off, the default). Its loop
- * ran at 510-690 TF/s bf16 in the session-41 lab where gw_tma_kernel runs at ~360, but the kernel
- * itself measured slower than gw_tma_kernel (H200, B 4096, N 512, chain off, x2: Cl(3,0) bf16 351
- * against 257 us, Cl(2,0) bf16 264 against 127; NOTES_FCGP.md session 41), so it stays off until
- * that gap is found. FLASHCLIFFORD_FCGP_GW_PSEQ=1 at start-up turns it on. */
-bool gw_pseq() { return switch_state(g_gw_pseq, "FLASHCLIFFORD_FCGP_GW_PSEQ", 0); }
-void set_gw_pseq(bool on) { g_gw_pseq.store(on ? 1 : 0); }
+/* The weight gradient one path a tile of 128 x 256 (gw_pseq_kernel, fcgp_wgmma_gw_pseq.cuh) or by
+ * path groups (gw_tma_kernel): 0 by the rule (use_pseq), 1 one path a tile wherever N_in is a
+ * multiple of 128 and N_out of 256, 2 path groups everywhere; FLASHCLIFFORD_FCGP_GW_PSEQ at
+ * start-up, or set_gw_pseq. */
+int gw_pseq_setting() { return env_choice(g_gw_pseq, "FLASHCLIFFORD_FCGP_GW_PSEQ", 1, 2, 0); }
+void set_gw_pseq(int mode) { g_gw_pseq.store(mode >= 1 && mode <= 2 ? mode : 0); }
 namespace {
 std::atomic<int> g_go_pairs{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_PAIRS: "0" one column a thread */
 /* The two-pass go^T two columns a thread (go_transpose's CW 2) where N_out is even and the arrays
@@ -284,11 +282,17 @@ int gw_sub_steps()
     return c > 0 ? c : 2;
 }
 
-/* Whether gW runs one path a unit (gw_pseq_kernel): switched on, and whole blocks of 128 rows of
- * N_in and 256 columns of N_out (its copies read whole tiles). */
+/* Whether gW runs one path a unit (gw_pseq_kernel): whole blocks of 128 rows of N_in and 256
+ * columns of N_out (its copies read whole tiles), and by the rule where its units fill a round of
+ * the SMs. Its tile's loop runs at ~610 TF/s bf16 against gw_tma_kernel's ~360 (H200, NOTES_FCGP.md
+ * session 42), but with fewer units than SMs (Cl(2,0) at 512 x 512: 80) every unit is cut into
+ * batch segments summed through slots, which cost more than the loop gains. */
 bool use_pseq(const fc_args *a)
 {
-    return gw_pseq() && a->N_in % kPseqRows == 0 && a->N_out % kPseqCols == 0 && a->N_in > 0 && a->N_out > 0;
+    const int s = gw_pseq_setting();
+    if (s == 2 || a->N_in % kPseqRows != 0 || a->N_out % kPseqCols != 0 || a->N_in <= 0 || a->N_out <= 0)
+        return false;
+    return s == 1 || pseq_units(a) >= sm_count(a->device);
 }
 
 /* gW's schedule for a chunk of Bp padded rows on this device: its steps are the ring's (one
@@ -296,8 +300,8 @@ bool use_pseq(const fc_args *a)
 GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 {
     const int sms = std::max(1, sm_count(a->device));
-    if (use_pseq(a))
-        return make_gw_sched((int)pseq_units(a), (int)cdiv(Bp, kSteps(mode)), sms);
+    if (use_pseq(a)) /* a 128-KB slot read back costs about four steps (lab: ~0.3 us a step at Cl(2,0)) */
+        return make_gw_sched((int)pseq_units(a), (int)cdiv(Bp, kSteps(mode)), sms, 4);
     return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps()), sms);
 }
 
@@ -1348,7 +1352,12 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
 int fc_fcgp_sm90_bwd_pdl_switch(int on) { return toggle(on, fc::fcgp::sm90::set_bwd_pdl, fc::fcgp::sm90::bwd_pdl); }
-int fc_fcgp_sm90_gw_pseq_switch(int on) { return toggle(on, fc::fcgp::sm90::set_gw_pseq, fc::fcgp::sm90::gw_pseq); }
+int fc_fcgp_sm90_gw_pseq(int mode)
+{
+    if (mode >= 0)
+        fc::fcgp::sm90::set_gw_pseq(mode);
+    return fc::fcgp::sm90::gw_pseq_setting();
+}
 int fc_fcgp_sm90_bwd_go_fused(int mode)
 {
     if (mode >= 0)

@@ -128,10 +128,11 @@ void set_go_rows(long long rows);
  * fc_fcgp_sm90_bwd_pdl_switch): bitwise the same result either way. */
 bool bwd_pdl();
 void set_bwd_pdl(bool on);
-/* Whether the weight gradient runs one path a tile where the shapes allow (gw_pseq_kernel; off by
- * default; FLASHCLIFFORD_FCGP_GW_PSEQ; fc_fcgp_sm90_gw_pseq_switch). */
-bool gw_pseq();
-void set_gw_pseq(bool on);
+/* How the weight gradient is tiled: 0 by the rule, 1 one path a tile where the shapes allow
+ * (gw_pseq_kernel), 2 by path groups (gw_tma_kernel); FLASHCLIFFORD_FCGP_GW_PSEQ;
+ * fc_fcgp_sm90_gw_pseq. */
+int gw_pseq_setting();
+void set_gw_pseq(int mode);
 /* How the backward forms the norm's statistics and go^T (go_rows in one pass, or two passes):
  * 0 by the rule, 1 one pass, 2 two passes (FLASHCLIFFORD_FCGP_BWD_GO_FUSED; fc_fcgp_sm90_bwd_go_fused). */
 int go_fused_setting();

@@ -15,6 +15,12 @@
 #   V: after U (as slow on 24 SMs with its operands in L2: the SM, not the memory system): the
 #      producer choosing the path once a unit, not a step (the 20-way branch chain ahead of every
 #      step's copies). gw_pseq_lib's cases again and the stall samples of case 5.
+#   W: after V (the library's tile at the lab's rate: Cl(3,0)'s 512 x 512 chunk 175 -> 108 us alone):
+#      the library with _C._fcgp_sm90_gw_pseq three-way (0 by the rule, the default: one path a
+#      tile where its units fill the SMs; 1 wherever the shapes fit; 2 path groups) and a slot's
+#      read-back in its schedule (session 41's gw_pseq_hand.patch). Its tests and the rule's,
+#      racecheck and memcheck over its small cases, the parts with the chain off under 1 and 2,
+#      then the issue-4 bench under the default.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
@@ -63,10 +69,27 @@ V)
     timeout 60 "$T/gw_pseq_lib" | tee "$R/gw_pseq_lib.txt"
     SRC_LINES=25 room 60 "ncu lib" && SRC_LINES=25 ncu_src lib gw_pseq_kernel "$T/gw_pseq_lib" 5
     ;;
+W)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 200 tests && tests_in pseq "" tests/test_gpu_fcgp_sm90.py -k "gw_one_path or gw_by_the_rule"
+    room 60 racecheck && OUT=$T LOOPS=0 CASES="9 11" CASE_S=25 bash benchmarks/fcgp_hang_check.sh | tail -n 4
+    room 50 memcheck && for i in 8 11; do
+        timeout 20 compute-sanitizer --tool memcheck --error-exitcode 9 python3 benchmarks/fcgp_hang_check.py --small $i \
+            >"$T/memcheck_case$i.log" 2>&1
+        echo "memcheck case $i: rc $? $(grep -h "ERROR SUMMARY" "$T/memcheck_case$i.log")"
+    done
+    for e in 1 2; do
+        room 40 "parts $e" && FLASHCLIFFORD_FCGP_GW_PSEQ=$e FLASHCLIFFORD_FCGP_BWD_PDL=0 timeout 35 python3 \
+            benchmarks/fcgp_parts.py --kernels 2>&1 | grep -v -i warn >"$T/parts_$e.txt"
+        grep -E "^Cl.*(backward|bmm) |gw_|gz_" "$T/parts_$e.txt" | sed "s/^/pseq=$e /"
+    done
+    room 100 bench && bench 95
+    ;;
 S)
     bash benchmarks/results/fcgp-s41/calls.sh S ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 T | U | V | S | A"; exit 2 ;;
+    echo "usage: $0 T | U | V | W | S | A"; exit 2 ;;
 esac
