@@ -12,6 +12,7 @@ can be given one case at a time. Needs a GPU.
 """
 
 import argparse
+import os
 import sys
 import time
 
@@ -25,8 +26,8 @@ SMALL = [(n, dt, prec, B, ni, no)
          for n in (2, 3)
          for dt, prec in ((torch.float32, "tf32"), (torch.bfloat16, "highest"))
          for B, ni, no in ((70, 64, 96), (2085, 72, 24))]
-# 8-11: gW one path a tile (gw_pseq_kernel, forced: N_in a multiple of 128, N_out of 256, fewer
-# units than SMs, where the rule would take the path-group kernel)
+# 8-11: gW one path a tile (gw_pseq_kernel, forced unless FLASHCLIFFORD_FCGP_GW_PSEQ is set: N_in a
+# multiple of 128, N_out of 256, fewer units than SMs, where the rule would take the path-group kernel)
 PSEQ_CASES = range(len(SMALL), len(SMALL) + 4)
 SMALL += [(n, dt, prec, 70, 128, 256)
           for n in (2, 3)
@@ -39,7 +40,7 @@ def say(msg):
 
 def run_small(i):
     n, dt, prec, B, ni, no = SMALL[i]
-    if i in PSEQ_CASES:
+    if i in PSEQ_CASES and "FLASHCLIFFORD_FCGP_GW_PSEQ" not in os.environ:  # the environment's, else forced
         fc._C._fcgp_sm90_gw_pseq(1)
     alg = fc.Algebra(n)
     torch.manual_seed(i)

@@ -21,6 +21,10 @@
 #      read-back in its schedule (session 41's gw_pseq_hand.patch). Its tests and the rule's,
 #      racecheck and memcheck over its small cases, the parts with the chain off under 1 and 2,
 #      then the issue-4 bench under the default.
+#   X: after W (gw_pseq_kernel faster in all four cells, Cl(2,0) too with the slot read-back in
+#      its schedule; racecheck 88 hazards at case 11, 0 at case 9): racecheck's first hazards at
+#      case 11 with the kernel forced and with path groups, case 10 forced; the parts at N 256
+#      (20 and 40 units) under both kernels, for the rule.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
@@ -86,10 +90,28 @@ W)
     done
     room 100 bench && bench 95
     ;;
+X)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    for c in "11 1" "11 2" "10 1"; do
+        set -- $c
+        room 40 "racecheck $c" || break
+        FLASHCLIFFORD_FCGP_GW_PSEQ=$2 timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp \
+            python3 benchmarks/fcgp_hang_check.py --small $1 >"$T/rc.log" 2>&1
+        echo "racecheck case $1, setting $2: rc $? $(grep -h "RACECHECK SUMMARY" "$T/rc.log")"
+        grep -E "Error|Warning|Write|Read|at .*0x|in .*kernel" "$T/rc.log" | head -n 14 | cut -c1-240
+    done
+    for e in 1 2; do
+        room 40 "parts $e" && FLASHCLIFFORD_FCGP_GW_PSEQ=$e FLASHCLIFFORD_FCGP_BWD_PDL=0 timeout 35 python3 \
+            benchmarks/fcgp_parts.py --kernels --cells 2,bfloat16,4096,256 3,bfloat16,4096,256 2,float32,4096,256 3,float32,4096,256 \
+            2>&1 | grep -v -i warn >"$T/parts_$e.txt"
+        grep -E "^Cl.*(backward|bmm) |gw_" "$T/parts_$e.txt" | sed "s/^/pseq=$e /"
+    done
+    ;;
 S)
     bash benchmarks/results/fcgp-s41/calls.sh S ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 T | U | V | W | S | A"; exit 2 ;;
+    echo "usage: $0 T | U | V | W | X | S | A"; exit 2 ;;
 esac
