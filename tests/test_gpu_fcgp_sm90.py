@@ -496,18 +496,20 @@ def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
 
 
 # The weight gradient one path a tile of 128 rows of N_in x 256 columns of N_out (gw_pseq_kernel,
-# fcgp_wgmma_gw_pseq.cuh; _C._fcgp_sm90_gw_pseq: 1) where N_in is a multiple of 128 and N_out of 256;
-# elsewhere, and under setting 2, the path-group kernel (by the rule, setting 0, the one-path kernel
-# where its units fill the SMs: test_backward_gw_by_the_rule). Units (path, row block, column block)
-# in rounds of whole units and in batch segments summed in a fixed order (Cl(3,0) at 512 x 512: 160
-# units, a round of whole ones on an H100's 132 SMs, then segments; fewer units than SMs elsewhere:
-# all in segments; B 2085: two batch chunks, the second adding the first's fp32 sum, gW's operands
-# in the workspace), every gradient against the float64 einsum under both settings, and bitwise
-# from run to run under 1. The two kernels split the batch sums differently, so their bits differ.
+# fcgp_wgmma_gw_pseq.cuh; _C._fcgp_sm90_gw_pseq 1, and by the rule, 0, the default) where N_in is a
+# multiple of 128 and N_out of 256; elsewhere, and under setting 2, the path-group kernel
+# (test_backward_gw_by_the_rule). Units (path, row block, column block) in rounds of whole units
+# and in batch segments summed in a fixed order through slots, the segment count weighing a slot's
+# read-back (B 70: 5 steps, whole units only; B 2085: two batch chunks of ~66 steps, the second
+# adding the first's fp32 sum, gW's operands in the workspace; at 128 x 256, 10 and 20 units, all
+# in segments; Cl(3,0) at 512 x 512, 160 units, a round of whole ones on 132 SMs, then segments),
+# every gradient against the float64 einsum under both settings, and bitwise from run to run
+# under 1. The two kernels split the batch sums differently, so their bits differ.
 PSEQ_SHAPES = [
     pytest.param(70, 128, 256, id="B70-128-256"),
-    pytest.param(70, 512, 512, id="B70-512-512"),  # Cl(3,0)'s 160 units: a round of whole ones, then segments
+    pytest.param(70, 512, 512, id="B70-512-512"),
     pytest.param(2085, 128, 256, id="B2085-128-256"),
+    pytest.param(2085, 512, 512, id="B2085-512-512"),
 ]
 PSEQ_ON, PSEQ_OFF = 1, 2  # _C._fcgp_sm90_gw_pseq's settings: one path a tile where it fits; path groups
 
@@ -561,23 +563,19 @@ def _gw_kernels(fn):
 @pytest.mark.parametrize("n_in,n_out", [(512, 512), (128, 256), (512, 320)])
 @pytest.mark.parametrize("alg", ALGS)
 def test_backward_gw_by_the_rule(bwd_on, alg, n_in, n_out):
-    # setting 0, the default: one path a tile where the shapes allow and its units fill the SMs
-    # (Cl(3,0) at 512 x 512: 160 units against 132 SMs), path groups elsewhere (Cl(2,0) at 512 x
-    # 512: 80 units; N_out 320, not a multiple of 256); settings 1 and 2 force either where the
-    # shapes allow
+    # settings 0 (the rule, the default) and 1: one path a tile where the shapes allow, path
+    # groups elsewhere (N_out 320, not a multiple of 256); setting 2: path groups everywhere
     x, y, w, g, _, prec, out, norms, s = _normalized_forward(alg, 96, n_in, n_out, "bfloat16",
                                                              f"pseq-rule/{alg.name}/{n_in}/{n_out}")
-    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
     fits = n_in % 128 == 0 and n_out % 256 == 0
-    units = alg.P * (n_in // 128) * (n_out // 256)
 
     def backward():
         fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, out=out, stream=s)
 
     before = fc._C._fcgp_sm90_gw_pseq()
     try:
-        for setting, pseq in ((0, fits and units >= sms), (PSEQ_ON, fits), (PSEQ_OFF, False)):
+        for setting, pseq in ((0, fits), (PSEQ_ON, fits), (PSEQ_OFF, False)):
             assert fc._C._fcgp_sm90_gw_pseq(setting) == setting
-            assert _gw_kernels(backward) == {"gw_pseq" if pseq else "gw_tma"}, (setting, units, sms)
+            assert _gw_kernels(backward) == {"gw_pseq" if pseq else "gw_tma"}, setting
     finally:
         fc._C._fcgp_sm90_gw_pseq(before)

@@ -197,9 +197,9 @@ namespace {
 std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: 1 on where it fits, 2 off; 0 by the rule */
 }
 /* The weight gradient one path a tile of 128 x 256 (gw_pseq_kernel, fcgp_wgmma_gw_pseq.cuh) or by
- * path groups (gw_tma_kernel): 0 by the rule (use_pseq), 1 one path a tile wherever N_in is a
- * multiple of 128 and N_out of 256, 2 path groups everywhere; FLASHCLIFFORD_FCGP_GW_PSEQ at
- * start-up, or set_gw_pseq. */
+ * path groups (gw_tma_kernel): 0 by the rule (use_pseq: today the same as 1), 1 one path a tile
+ * wherever N_in is a multiple of 128 and N_out of 256, 2 path groups everywhere;
+ * FLASHCLIFFORD_FCGP_GW_PSEQ at start-up, or set_gw_pseq. */
 int gw_pseq_setting() { return env_choice(g_gw_pseq, "FLASHCLIFFORD_FCGP_GW_PSEQ", 1, 2, 0); }
 void set_gw_pseq(int mode) { g_gw_pseq.store(mode >= 1 && mode <= 2 ? mode : 0); }
 namespace {
@@ -282,17 +282,16 @@ int gw_sub_steps()
     return c > 0 ? c : 2;
 }
 
-/* Whether gW runs one path a unit (gw_pseq_kernel): whole blocks of 128 rows of N_in and 256
- * columns of N_out (its copies read whole tiles), and by the rule where its units fill a round of
- * the SMs. Its tile's loop runs at ~610 TF/s bf16 against gw_tma_kernel's ~360 (H200, NOTES_FCGP.md
- * session 42), but with fewer units than SMs (Cl(2,0) at 512 x 512: 80) every unit is cut into
- * batch segments summed through slots, which cost more than the loop gains. */
+/* Whether gW runs one path a unit (gw_pseq_kernel): where N_in has whole blocks of 128 rows and
+ * N_out of 256 columns (its copies read whole tiles), unless set to path groups. By the rule as
+ * with the setting 1: measured faster than gw_tma_kernel at every shape tried (H200, B 4096, chain
+ * off, x2, us: N 512 Cl(3,0) bf16 219 against 257, tf32 368 / 433, Cl(2,0) bf16 101 / 125, tf32
+ * 150 / 180; N 256 84 / 216, 128 / 276, 51 / 60, 62 / 76; NOTES_FCGP.md session 42), also where
+ * its units are fewer than the SMs and all run in batch segments (Cl(2,0): 80 and 20 units). */
 bool use_pseq(const fc_args *a)
 {
-    const int s = gw_pseq_setting();
-    if (s == 2 || a->N_in % kPseqRows != 0 || a->N_out % kPseqCols != 0 || a->N_in <= 0 || a->N_out <= 0)
-        return false;
-    return s == 1 || pseq_units(a) >= sm_count(a->device);
+    return gw_pseq_setting() != 2 && a->N_in % kPseqRows == 0 && a->N_out % kPseqCols == 0 && a->N_in > 0 &&
+           a->N_out > 0;
 }
 
 /* gW's schedule for a chunk of Bp padded rows on this device: its steps are the ring's (one

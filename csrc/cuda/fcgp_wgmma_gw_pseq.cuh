@@ -12,11 +12,9 @@
  * and its outputs' go^T tiles (256 rows x 32 bytes of a step panel, already swizzled) as 1-D bulk
  * copies, the bytes the path needs (the stage holds the largest path's). The session-41 lab
  * (benchmarks/lab/gw_pseq.cu) ran this loop at 510-690 TF/s bf16 with its copies, where
- * gw_tma_kernel runs at ~360 (H200). This kernel itself, correct (its tests, racecheck, memcheck),
- * measured slower than gw_tma_kernel (Cl(3,0) bf16 x2 351 against 257 us, Cl(2,0) 264 against
- * 127: about half the lab's rate, and Cl(2,0)'s 80 units all in 16-step segments), so it is off by
- * default (FLASHCLIFFORD_FCGP_GW_PSEQ, fcgp_sm90a.cu) until that gap is found (NOTES_FCGP.md
- * session 41).
+ * gw_tma_kernel runs at ~360 (H200); this kernel runs Cl(3,0)'s three-pair paths at ~610 since its
+ * producer chooses the path once a unit (NOTES_FCGP.md session 42), and the backward takes it
+ * wherever the shapes allow (use_pseq, fcgp_sm90a.cu).
  *
  * Units (path, 128-row block, 256-column block), the paths with the most pairs first, are shared
  * out as gw_tma_kernel's tiles are (fcgp_gw_sched.h): whole units in rounds, the rest in batch
@@ -104,7 +102,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
     pdl::waiting(); /* go^T, xg^T and yg^T of the chunk, and the earlier chunks' sum */
     const int NM = No / NT, NB = Ni / C::BM, nbm = NM * NB, NB64 = Ni / 64, U = sch.units(), b = blockIdx.x;
-    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), sch.steps(b), 2);
+    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), sch.steps(b), kConsumerThreads / 32);
     if (wgi == 2) { /* the producer warpgroup: one thread issues every step of every unit */
         wg::setmaxnreg_dec<kProducerRegs>();
         if (tid != 256)

@@ -18,7 +18,7 @@ template <int S> struct Ring {
     int steps;
 
     /* Every thread of the CTA constructs it (a barrier inside); bars: 2 S mbarriers in shared
-     * memory; consumers: the warpgroups that release each buffer. */
+     * memory; consumers: the warps that release each buffer (consume_fed). */
     __device__ Ring(uint64_t *bars, int steps_, int consumers) : full(bars), empty(bars + S), steps(steps_)
     {
         if (threadIdx.x == 0) {
@@ -45,13 +45,19 @@ template <int S> struct Ring {
     /* The consumer warpgroups, through steps [s0, s1) (a kernel may work through several pieces
      * in one ring, the next piece's copies in flight during a piece's epilogue): wait for the
      * step's tiles, body(s) consumes them and returns once its warpgroup's reads of the buffer
-     * are complete (wgmma waited for), then one thread a warpgroup releases the buffer. */
+     * are complete (wgmma waited for), then one thread a warp releases the buffer (the ring is
+     * made with a consumer count of warps). A warp, not a warpgroup: the bodies' threads also
+     * read the buffer themselves (LDS), and wgmma.wait_group orders only its own warp's reads
+     * before it, so a warpgroup's first thread could pass it while another warp still reads
+     * (compute-sanitizer's racecheck reported the bulk copies into a buffer released that way
+     * against such reads, NOTES_FCGP.md session 42). */
     template <class Body> __device__ __forceinline__ void consume_fed(int s0, int s1, Body &&body)
     {
         for (int s = s0; s < s1; ++s) {
             mbar_wait(&full[s % S], (s / S) & 1);
             body(s);
-            if (threadIdx.x % 128 == 0)
+            __syncwarp();
+            if (threadIdx.x % 32 == 0)
                 mbar_arrive(&empty[s % S]);
         }
     }

@@ -25,6 +25,11 @@
 #      its schedule; racecheck 88 hazards at case 11, 0 at case 9): racecheck's first hazards at
 #      case 11 with the kernel forced and with path groups, case 10 forced; the parts at N 256
 #      (20 and 40 units) under both kernels, for the rule.
+#   Y: after X (the hazards: bulk copies into a stage released by a warpgroup's first thread against
+#      another warp's LDS of it; gw_pseq_kernel faster at N 256 too): every ring released by each
+#      consumer warp (tma_ring.cuh), gw_pseq_kernel by the rule wherever the shapes fit. Racecheck
+#      over the one-path cases 9-11 and the path-group cases 3, 7 (the ring wraps at B 2085), its
+#      tests and the rule's, the issue-4 bench, the backward tests, the SASS check, memcheck.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
@@ -108,10 +113,21 @@ X)
         grep -E "^Cl.*(backward|bmm) |gw_" "$T/parts_$e.txt" | sed "s/^/pseq=$e /"
     done
     ;;
+Y)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 120 racecheck && OUT=$T LOOPS=0 CASES="9 10 11 3 7" CASE_S=30 bash benchmarks/fcgp_hang_check.sh | grep -E "racecheck case"
+    room 90 tests && tests_in pseq "" tests/test_gpu_fcgp_sm90.py -k "gw_one_path or gw_by_the_rule"
+    room 100 bench && bench 95
+    room 150 "backward tests" && tests_in bwd "" tests/test_gpu_fcgp_sm90.py -k "backward and not mma.sync and not gw_one_path and not gw_by_the_rule"
+    room 40 sass && { STAGES=sass timeout 40 bash tests/gpu_check.sh | tail -n 6; }
+    room 25 memcheck && { timeout 25 compute-sanitizer --tool memcheck --error-exitcode 9 python3 benchmarks/fcgp_hang_check.py \
+        --small 11 >"$T/mc.log" 2>&1; echo "memcheck case 11: rc $? $(grep -h "ERROR SUMMARY" "$T/mc.log")"; }
+    ;;
 S)
     bash benchmarks/results/fcgp-s41/calls.sh S ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 T | U | V | W | X | S | A"; exit 2 ;;
+    echo "usage: $0 T | U | V | W | X | Y | S | A"; exit 2 ;;
 esac
