@@ -116,7 +116,7 @@ X)
 Y)
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
     build
-    room 120 racecheck && OUT=$T LOOPS=0 CASES="9 10 11 3 7" CASE_S=30 bash benchmarks/fcgp_hang_check.sh | grep -E "racecheck case"
+    room 90 racecheck && OUT=$T LOOPS=0 CASES="${RC_CASES:-11 9 7}" CASE_S=30 bash benchmarks/fcgp_hang_check.sh | grep -E "racecheck case"
     room 90 tests && tests_in pseq "" tests/test_gpu_fcgp_sm90.py -k "gw_one_path or gw_by_the_rule"
     room 100 bench && bench 95
     room 150 "backward tests" && tests_in bwd "" tests/test_gpu_fcgp_sm90.py -k "backward and not mma.sync and not gw_one_path and not gw_by_the_rule"
