@@ -27,6 +27,8 @@ using namespace fc::fcgp::sm90;
 /* paths: the units of the first `paths` paths in unit order only (0: all), e.g. Cl(3,0)'s 12
  * three-pair paths over N_in = 128 (SMs / 12) x 512: whole rounds of the heaviest units alone, the
  * lab's "three pairs a path" in the library's kernel */
+static bool g_once = false; /* case 7: one launch, no timing */
+
 template <int ID> void run(int sms, int Ni, int No, int paths = 0)
 {
     using C = PseqCfg<ID, kBF16>;
@@ -52,6 +54,15 @@ template <int ID> void run(int sms, int Ni, int No, int paths = 0)
     auto k = gw_pseq_kernel<ID, kBF16, E>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
     /* the flags zeroed before each launch (untimed), as the backward zeroes them a call */
+    if (g_once) { /* one launch, for compute-sanitizer */
+        CK(cudaMemset(flags, 0, ((size_t)sch.slots() + 1) * sizeof(int)));
+        gw_pseq_kernel<ID, kBF16, E><<<sch.grid, kSplitThreads, C::SMEM>>>(xg, yg, dcs, go, gcs, No, sch, slots, flags, 1,
+                                                                          nullptr, nullptr, gw, Ni, No);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        printf("one launch: %d units of %d steps on %d blocks\n", units, steps, sch.grid);
+        return;
+    }
     const float best = best_ms(
         [&] {
             k<<<sch.grid, kSplitThreads, C::SMEM>>>(xg, yg, dcs, go, gcs, No, sch, slots, flags, 1, nullptr, nullptr, gw,
@@ -83,7 +94,7 @@ template <int ID> void run(int sms, int Ni, int No, int paths = 0)
     CK(cudaFree(flags));
 }
 
-/* ./gw_pseq_lib [case]: every case, or only case 0-6 (in the order below: one to profile) */
+/* ./gw_pseq_lib [case]: every case, or only case 0-7 (in the order below: one to profile) */
 int main(int argc, char **argv)
 {
     int dev = 0, sms = 0;
@@ -103,6 +114,10 @@ int main(int argc, char **argv)
         run<0>(sms, 2048, 512);
     if (want(5)) /* the three-pair paths alone over 512 x 512 on 96 SMs: gw_pseq.cu's "three-pair units alone" */
         run<1>(sms * 96 / 132, 512, 512, 12);
+    if (only == 7) { /* 12 three-pair units of 128 steps, once: the ring wraps (racecheck) */
+        g_once = true;
+        run<1>(12, 128, 256, 12);
+    }
     if (want(6)) /* the same on 24 SMs over 128 x 512 (its operands 24 MB, the L2's): beside gw_pseq mix's 24 blocks */
         run<1>(24, 128, 512, 12);
     return 0;

@@ -37,8 +37,13 @@ template <int S> struct Ring {
     template <class Issue> __device__ __forceinline__ void produce_range(int s0, int s1, Issue &&issue)
     {
         for (int s = s0; s < s1; ++s) {
-            if (s >= S)
+            if (s >= S) {
                 mbar_wait(&empty[s % S], ((s - S) / S) & 1);
+#ifdef FC_RING_PROXY_FENCE /* a lab's question (NOTES_FCGP.md session 42): the consumers' LDS reads
+                            * ordered before the copy engine's writes by a proxy fence */
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+            }
             issue(s, &full[s % S]);
         }
     }

@@ -30,6 +30,10 @@
 #      consumer warp (tma_ring.cuh), gw_pseq_kernel by the rule wherever the shapes fit. Racecheck
 #      over the one-path cases 9-11 and the path-group cases 3, 7 (the ring wraps at B 2085), its
 #      tests and the rule's, the issue-4 bench, the backward tests, the SASS check, memcheck.
+#   Z: after Y (racecheck case 11 still 88 hazards with warps releasing; the SASS check cut by its
+#      40 s timeout): the SASS check, then racecheck over gw_pseq_lib case 7 (12 three-pair units of
+#      128 steps, the ring wrapping) built as it is and with FC_RING_PROXY_FENCE (a
+#      fence.proxy.async after the producer's empty-barrier wait, before the copies).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
@@ -124,10 +128,25 @@ Y)
     room 25 memcheck && { timeout 25 compute-sanitizer --tool memcheck --error-exitcode 9 python3 benchmarks/fcgp_hang_check.py \
         --small 11 >"$T/mc.log" 2>&1; echo "memcheck case 11: rc $? $(grep -h "ERROR SUMMARY" "$T/mc.log")"; }
     ;;
+Z)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    { lab_build gw_pseq_lib && cp "$T/gw_pseq_lib" "$T/lib_plain" &&
+        nvcc -std=c++17 -O3 -lineinfo -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 -DFC_RING_PROXY_FENCE \
+            benchmarks/lab/gw_pseq_lib.cu -o "$T/lib_fence" >"$T/fence_build.log" 2>&1; } &
+    build
+    room 120 sass && { STAGES=sass timeout 110 bash tests/gpu_check.sh | tail -n 8; }
+    wait
+    for v in plain fence; do
+        room 45 "racecheck $v" || break
+        timeout 45 compute-sanitizer --tool racecheck --error-exitcode 9 "$T/lib_$v" 7 >"$T/rc_$v.log" 2>&1
+        echo "racecheck gw_pseq_lib case 7, $v: rc $? $(grep -h "RACECHECK SUMMARY" "$T/rc_$v.log")"
+        grep -E "one launch|Error" "$T/rc_$v.log" | head -n 3 | cut -c1-200
+    done
+    ;;
 S)
     bash benchmarks/results/fcgp-s41/calls.sh S ;;
 A)
     bash benchmarks/results/fcgp-s38/calls.sh A ;;
 *)
-    echo "usage: $0 T | U | V | W | X | Y | S | A"; exit 2 ;;
+    echo "usage: $0 T | U | V | W | X | Y | Z | S | A"; exit 2 ;;
 esac
