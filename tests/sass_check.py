@@ -11,8 +11,8 @@ on tensor cores, HGMMA where wgmma is used), read off the extension's SASS.
 Runs `cuobjdump -sass` (CUDA toolkit; none on a machine without it: exit 2), groups the
 instructions by kernel, and prints a line per FCGP GEMM kernel: HGMMA, HMMA, FFMA/DFMA counts
 and local-memory accesses (LDL/STL: spills). Exit 1 when a kernel breaks its rule:
-  - fc::fcgp::sm90 fwd_tma_kernel (Hopper forward), gz_tma_kernel and gw_tma_kernel (its input
-    and weight gradients): HGMMA;
+  - fc::fcgp::sm90 fwd_tma_kernel (Hopper forward), gz_tma_kernel, gw_tma_kernel and
+    gw_pseq_kernel (its input and weight gradients): HGMMA;
   - fc::fcgp fwd_kernel / gz_kernel / gw_kernel with MODE tf32, bf16 or fp16: HMMA present;
 Local-memory accesses are listed as notes (known: the fp64 gz of Cl(1,3) and Cl(4,0), and a
 few bytes of the bf16 Hopper forward's producer state; NOTES_FCGP.md), not failures.
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 MODES = {0: "fma", 1: "tf32", 2: "bf16", 3: "f16"}
-GEMM = re.compile(r"fc::fcgp::(?:sm90::)?((?:fwd|gz|gw)_tma_kernel|fwd_kernel|gz_kernel|gw_kernel)"
+GEMM = re.compile(r"fc::fcgp::(?:sm90::)?((?:fwd|gz|gw)_tma_kernel|gw_pseq_kernel|fwd_kernel|gz_kernel|gw_kernel)"
                   r"<(\d+), ([^,>]+)(?:, (\d+))?")
 
 
@@ -114,7 +114,7 @@ def main(argv):
         if not m:
             continue
         kind, alg, etype, mode = m.group(1), int(m.group(2)), m.group(3), m.group(4)
-        hopper = kind.endswith("_tma_kernel")
+        hopper = kind.endswith("_tma_kernel") or kind == "gw_pseq_kernel"
         if hopper:  # <ID, MODE, ...>: the mode is the second parameter
             mode, etype = int(etype), None
         mode = int(mode) if mode is not None else 0
