@@ -37,13 +37,8 @@ template <int S> struct Ring {
     template <class Issue> __device__ __forceinline__ void produce_range(int s0, int s1, Issue &&issue)
     {
         for (int s = s0; s < s1; ++s) {
-            if (s >= S) {
+            if (s >= S)
                 mbar_wait(&empty[s % S], ((s - S) / S) & 1);
-#ifdef FC_RING_PROXY_FENCE /* a lab's question (NOTES_FCGP.md session 42): the consumers' LDS reads
-                            * ordered before the copy engine's writes by a proxy fence */
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-            }
             issue(s, &full[s % S]);
         }
     }
@@ -53,9 +48,9 @@ template <int S> struct Ring {
      * are complete (wgmma waited for), then one thread a warp releases the buffer (the ring is
      * made with a consumer count of warps). A warp, not a warpgroup: the bodies' threads also
      * read the buffer themselves (LDS), and wgmma.wait_group orders only its own warp's reads
-     * before it, so a warpgroup's first thread could pass it while another warp still reads
-     * (compute-sanitizer's racecheck reported the bulk copies into a buffer released that way
-     * against such reads, NOTES_FCGP.md session 42). */
+     * before it, so a warpgroup's first thread could pass it while another warp still reads.
+     * (compute-sanitizer's racecheck reports the one-path gW's bulk copies into a reused buffer
+     * against such reads under either release, and under a proxy fence: NOTES_FCGP.md session 42.) */
     template <class Body> __device__ __forceinline__ void consume_fed(int s0, int s1, Body &&body)
     {
         for (int s = s0; s < s1; ++s) {
