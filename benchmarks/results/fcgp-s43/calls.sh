@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Session 43's device calls (kind nvidia-h200; carry [".nvcc_cache.tgz"], timeout 600).
+#   B: (a) racecheck over benchmarks/lab/ring_race.cu's four modes (bulk or tensor copies, the
+#      stage released after or before its reads: what the tool reports for tma_ring.cuh's protocol
+#      alone); (c) the backward's timeline in the four issue-4 cells; (b) Nsight Compute's stall
+#      samples a SASS instruction for the second gz_tma_kernel launch of a backward at Cl(3,0) and
+#      Cl(2,0) bf16, and for gw_pseq_kernel at Cl(2,0) bf16 (its 80 units all in batch segments).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
+T=/tmp/labs
+mkdir -p "$T"
+lab_build() { # lab_build NAME: benchmarks/lab/NAME.cu -> $T/NAME, with line info
+    nvcc -std=c++17 -O3 -lineinfo -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 "benchmarks/lab/$1.cu" \
+        -o "$T/$1" >"$T/$1_build.log" 2>&1 || { tail -n 20 "$T/$1_build.log"; return 1; }
+}
+ncu_src() { # ncu_src LABEL KERNEL ARGS...: the second launch's stall samples a SASS instruction
+    local label=$1 k=$2
+    shift 2
+    ncu --kernel-name regex:"$k" --launch-skip 1 --launch-count 1 --section WarpStateStats --section SourceCounters \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+        -f -o "$T/src_$label" "$@" >"$T/ncu_$label.log" 2>&1 || { tail -n 5 "$T/ncu_$label.log"; return 1; }
+    ncu -i "$T/src_$label.ncu-rep" --page source --csv --print-source sass >"$T/src.csv" 2>&1
+    python3 benchmarks/ncu_source_summary.py "$T/src.csv" --top 45 >"$R/src_$label.txt" 2>&1
+    ncu -i "$T/src_$label.ncu-rep" --page details >"$R/details_$label.txt" 2>&1
+    echo "--- $label"
+    grep -E "Duration|DRAM Through|L2 Cache Through|L1/TEX Cache Through|L2 Hit|Mem Busy|Max Bandwidth|Warp Cycles|stall|Stall" \
+        "$R/details_$label.txt" | head -n 24
+    head -n "${SRC_LINES:-40}" "$R/src_$label.txt"
+}
+case "${1:-}" in
+B)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    lab_build ring_race && for m in 0 1 2 3; do
+        timeout 30 compute-sanitizer --tool racecheck --racecheck-report hazard "$T/ring_race" $m >"$T/rr$m.log" 2>&1
+        echo "ring_race mode $m: rc $? $(grep -h "^mode" "$T/rr$m.log") $(grep -h "RACECHECK SUMMARY" "$T/rr$m.log")"
+        grep -E "Error|Warning" "$T/rr$m.log" | head -n 2 | cut -c1-200
+    done
+    build
+    room 120 timeline && { timeout 80 python3 benchmarks/fcgp_parts.py --timeline 2>&1 | grep -v -i warn >"$R/timeline.txt"; cat "$R/timeline.txt"; }
+    SRC_LINES=30 room 100 "ncu gz 3" && SRC_LINES=30 ncu_src gz3 gz_tma_kernel python3 benchmarks/fcgp_parts.py --once --cells 3,bfloat16,4096,512
+    SRC_LINES=30 room 100 "ncu gz 2" && SRC_LINES=30 ncu_src gz2 gz_tma_kernel python3 benchmarks/fcgp_parts.py --once --cells 2,bfloat16,4096,512
+    SRC_LINES=30 room 100 "ncu gw 2" && SRC_LINES=30 ncu_src gw2 gw_pseq_kernel python3 benchmarks/fcgp_parts.py --once --cells 2,bfloat16,4096,512
+    ;;
+*)
+    echo "usage: $0 B"; exit 2 ;;
+esac
