@@ -111,14 +111,24 @@ if has sanitize; then
         tail -n 5 "$OUT/sanitize_canary_race.log"
         echo "race canary NOT detected: the racecheck run below proves nothing"; status=1
     fi
+    # racecheck cannot judge a ring of shared-memory stages filled by the copy engine and released
+    # through mbarriers: benchmarks/lab/ring_race.cu's correct ring of bulk copies (cp.async.bulk)
+    # draws ~240000 hazard reports, as many as the same ring released too early, and its tensor
+    # copies (cp.async.bulk.tensor) draw none even released too early (H200, CUDA 13,
+    # NOTES_FCGP.md session 43). So racecheck leaves out gw_pseq_kernel, the one kernel whose ring
+    # takes bulk copies (memcheck, initcheck and synccheck instrument it), and the rings of the
+    # others are not seen by it either: the ring protocol is tested by results (bitwise repeats).
+    race_skip=(--kernel-name-exclude kns=gw_pseq_kernel)
     for tool in $SANITIZE_TOOLS; do
         step "compute-sanitizer $tool"
         quick=--quick
         [ "$tool" = memcheck ] && [ "${SANITIZE_QUICK:-0}" != 1 ] && quick=
+        skip=()
+        [ "$tool" = racecheck ] && skip=("${race_skip[@]}")
         start=$SECONDS
         # shellcheck disable=SC2086  # SANITIZE_ARGS may hold several words
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-            "${filters[@]}" python3 tests/gpu_sanitize.py ${SANITIZE_ARGS:-$quick} >"$OUT/sanitize_$tool.log" 2>&1
+            "${filters[@]}" "${skip[@]}" python3 tests/gpu_sanitize.py ${SANITIZE_ARGS:-$quick} >"$OUT/sanitize_$tool.log" 2>&1
         rc=$?
         tail -n 3 "$OUT/sanitize_$tool.log"
         echo "$tool: exit $rc after $((SECONDS - start)) s"

@@ -50,6 +50,10 @@ FCGP_CHUNKED_SHAPES = [(2048, 64, 40), (2085, 72, 24)]
 # more Hopper gW tiles than SMs: a round of whole tiles, then segments of the batch on several
 # blocks handing their sums over through flags (fcgp_gw_sched.h), in one or two rounds
 FCGP_SCHED_SHAPES = [(200, 512, 528)]
+# the weight gradient one path a tile (gw_pseq_kernel: N_in a multiple of 128, N_out of 256), its
+# units in rounds (B 70: 5 steps) and as a stream of weighted steps, runs cut inside units (B 1043:
+# 66 steps, 80 and 160 units on 132 SMs; fcgp_gw_sched.h, PseqSched)
+FCGP_PSEQ_SHAPES = [(70, 128, 256), (1043, 512, 512)]
 # the norm statistics and go^T's transpose in one pass (go_rows, _C._fcgp_sm90_bwd_go_fused(1);
 # by default only Cl(3,0) with float32 data takes it), then as two passes (2) in slices of 32 rows
 # (_C._fcgp_sm90_bwd_go_rows): a short last slice, two chunks (the second's last slice 5 rows and
@@ -174,7 +178,7 @@ def run(quick, hopper_only=False):
         for on, gw in ((True, True),) if hopper_only else ((True, False), (False, False), (True, True)):
             fc._C._fcgp_sm90(on)
             fc._C._fcgp_sm90_bwd(gw)
-            shapes = FCGP_SHAPES + (FCGP_CHUNKED_SHAPES + FCGP_SCHED_SHAPES if gw else [])
+            shapes = FCGP_SHAPES + (FCGP_CHUNKED_SHAPES + FCGP_SCHED_SHAPES + FCGP_PSEQ_SHAPES if gw else [])
             n_switch += run_fcgp(hopper_algs, hopper_modes, False, shapes)
         fc._C._fcgp_sm90(True)
         fc._C._fcgp_sm90_fwd_norm_wait(0)

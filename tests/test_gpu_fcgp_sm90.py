@@ -498,23 +498,28 @@ def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
 # The weight gradient one path a tile of 128 rows of N_in x 256 columns of N_out (gw_pseq_kernel,
 # fcgp_wgmma_gw_pseq.cuh; _C._fcgp_sm90_gw_pseq 1, and by the rule, 0, the default) where N_in is a
 # multiple of 128 and N_out of 256; elsewhere, and under setting 2, the path-group kernel
-# (test_backward_gw_by_the_rule). Units (path, row block, column block) in rounds of whole units
-# and in batch segments summed in a fixed order through slots, the segment count weighing a slot's
-# read-back (B 70: 5 steps, whole units only; B 2085: two batch chunks of ~66 steps, the second
-# adding the first's fp32 sum, gW's operands in the workspace; at 128 x 256, 10 and 20 units, all
-# in segments; Cl(3,0) at 512 x 512, 160 units, a round of whole ones on 132 SMs, then segments),
-# every gradient against the float64 einsum under both settings, and bitwise from run to run
-# under 1. The two kernels split the batch sums differently, so their bits differ.
+# (test_backward_gw_by_the_rule). Its units (path, row block, column block) go out as a stream of
+# steps weighted by path, each block a run of it, the units cut at the runs' ends summed in block
+# order through slots (fcgp_gw_sched.h, PseqSched), where that costs less than rounds of whole
+# units and batch segments, and in those rounds elsewhere and under setting 3. On 132 SMs: B 70 (5
+# steps) rounds only; B 2085 (two batch chunks of ~66 steps, the second adding the first's fp32
+# sum, gW's operands in the workspace): rounds at 128 x 256, the stream at 512 x 512 (heads reading
+# one or two slots); B 4096 at 256 x 512 (two chunks of 128 steps): the stream at Cl(3,0) (heads
+# reading up to four slots), rounds at Cl(2,0). Every gradient against the float64 einsum under
+# each setting, and bitwise from run to run under 1. The settings split the batch sums
+# differently, so their bits differ.
 PSEQ_SHAPES = [
     pytest.param(70, 128, 256, id="B70-128-256"),
     pytest.param(70, 512, 512, id="B70-512-512"),
     pytest.param(2085, 128, 256, id="B2085-128-256"),
     pytest.param(2085, 512, 512, id="B2085-512-512"),
+    pytest.param(4096, 256, 512, id="B4096-256-512"),
 ]
-PSEQ_ON, PSEQ_OFF = 1, 2  # _C._fcgp_sm90_gw_pseq's settings: one path a tile where it fits; path groups
+# _C._fcgp_sm90_gw_pseq's settings: one path a tile where it fits; path groups; one path a tile in rounds
+PSEQ_ON, PSEQ_OFF, PSEQ_ROUNDS = 1, 2, 3
 
 
-@pytest.fixture(params=[PSEQ_ON, PSEQ_OFF], ids=["pseq", "groups"])
+@pytest.fixture(params=[PSEQ_ON, PSEQ_ROUNDS, PSEQ_OFF], ids=["pseq", "pseq-rounds", "groups"])
 def pseq_either(bwd_on, request):
     yield from _switched(fc._C._fcgp_sm90_gw_pseq, request.param)
 
@@ -537,8 +542,9 @@ def test_backward_gw_one_path_a_tile(pseq_either, alg, batch, n_in, n_out, mode)
 def test_backward_gw_one_path_a_tile_repeats(pseq_on, alg, mode):
     # B 2048: two chunks of whole blocks, so gW's operands lie in grad_x, grad_y's rows when those
     # are 16-byte aligned, in the workspace when 4 bytes off: the same kernels on the same values,
-    # so the same bits; and the torch op's gradients bitwise the same from run to run
-    B, n_in, n_out = 2048, 128, 256
+    # so the same bits; and the torch op's gradients bitwise the same from run to run (at 512 x
+    # 512 the stream schedule, its heads reading slots)
+    B, n_in, n_out = 2048, 512, 512
     x, y, w, g, precision, prec, out, norms, s = _normalized_forward(alg, B, n_in, n_out, mode,
                                                                      f"pseq-repeat/{alg.name}/{mode}")
     args = (g, x, y, w, alg.id, True, prec)
@@ -563,7 +569,7 @@ def _gw_kernels(fn):
 @pytest.mark.parametrize("n_in,n_out", [(512, 512), (128, 256), (512, 320)])
 @pytest.mark.parametrize("alg", ALGS)
 def test_backward_gw_by_the_rule(bwd_on, alg, n_in, n_out):
-    # settings 0 (the rule, the default) and 1: one path a tile where the shapes allow, path
+    # settings 0 (the rule, the default), 1 and 3: one path a tile where the shapes allow, path
     # groups elsewhere (N_out 320, not a multiple of 256); setting 2: path groups everywhere
     x, y, w, g, _, prec, out, norms, s = _normalized_forward(alg, 96, n_in, n_out, "bfloat16",
                                                              f"pseq-rule/{alg.name}/{n_in}/{n_out}")
@@ -574,7 +580,7 @@ def test_backward_gw_by_the_rule(bwd_on, alg, n_in, n_out):
 
     before = fc._C._fcgp_sm90_gw_pseq()
     try:
-        for setting, pseq in ((0, fits), (PSEQ_ON, fits), (PSEQ_OFF, False)):
+        for setting, pseq in ((0, fits), (PSEQ_ON, fits), (PSEQ_ROUNDS, fits), (PSEQ_OFF, False)):
             assert fc._C._fcgp_sm90_gw_pseq(setting) == setting
             assert _gw_kernels(backward) == {"gw_pseq" if pseq else "gw_tma"}, setting
     finally:

@@ -194,14 +194,15 @@ std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream 
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 namespace {
-std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: 1 on where it fits, 2 off; 0 by the rule */
+std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: 1 on where it fits, 2 off, 3 on in rounds; 0 by the rule */
 }
 /* The weight gradient one path a tile of 128 x 256 (gw_pseq_kernel, fcgp_wgmma_gw_pseq.cuh) or by
  * path groups (gw_tma_kernel): 0 by the rule (use_pseq: today the same as 1), 1 one path a tile
- * wherever N_in is a multiple of 128 and N_out of 256, 2 path groups everywhere;
+ * wherever N_in is a multiple of 128 and N_out of 256, its units a stream of weighted steps, 2 path
+ * groups everywhere, 3 as 1 with its units in rounds (session 42's schedule, for comparison);
  * FLASHCLIFFORD_FCGP_GW_PSEQ at start-up, or set_gw_pseq. */
-int gw_pseq_setting() { return env_choice(g_gw_pseq, "FLASHCLIFFORD_FCGP_GW_PSEQ", 1, 2, 0); }
-void set_gw_pseq(int mode) { g_gw_pseq.store(mode >= 1 && mode <= 2 ? mode : 0); }
+int gw_pseq_setting() { return env_choice(g_gw_pseq, "FLASHCLIFFORD_FCGP_GW_PSEQ", 1, 3, 0); }
+void set_gw_pseq(int mode) { g_gw_pseq.store(mode >= 1 && mode <= 3 ? mode : 0); }
 namespace {
 std::atomic<int> g_go_pairs{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_PAIRS: "0" one column a thread */
 /* The two-pass go^T two columns a thread (go_transpose's CW 2) where N_out is even and the arrays
@@ -294,14 +295,19 @@ bool use_pseq(const fc_args *a)
            a->N_out > 0;
 }
 
-/* gW's schedule for a chunk of Bp padded rows on this device: its steps are the ring's (one
- * step of 32 bytes of batch a ring step in gw_pseq_kernel; gw_sub_steps in gw_tma_kernel). */
+/* gW's schedule for a chunk of Bp padded rows on this device, its steps the ring's: gw_tma_kernel's
+ * (gw_sub_steps a ring step), and gw_pseq_kernel's (one step of 32 bytes of batch a ring step; the
+ * Hopper backward's algebras: ids 0 and 1, by D as in dispatch) */
 GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 {
-    const int sms = std::max(1, sm_count(a->device));
-    if (use_pseq(a)) /* a 128-KB slot read back costs about four steps (lab: ~0.3 us a step at Cl(2,0)) */
-        return make_gw_sched((int)pseq_units(a), (int)cdiv(Bp, kSteps(mode)), sms, 4);
-    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps()), sms);
+    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps()), std::max(1, sm_count(a->device)));
+}
+PseqSched gw_pseq_sched(const fc_args *a, int mode, int64_t Bp)
+{
+    const int sms = std::max(1, sm_count(a->device)), kb = (int)cdiv(Bp, kSteps(mode));
+    const int upp = (int)(pseq_units(a) / a->alg->P);
+    const bool stream = gw_pseq_setting() != 3;
+    return a->alg->D == AlgebraTraits<0>::D ? pseq_sched<0>(upp, kb, sms, stream) : pseq_sched<1>(upp, kb, sms, stream);
 }
 
 int64_t up_block(int64_t n) { return cdiv(n, kBlockRows) * kBlockRows; }
@@ -340,7 +346,8 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
         const int64_t rows = std::min(L.Bc, B - b0);
         L.in_grads = L.in_grads && up_block(rows) * gw_rows(Ni) * eb <= rows * Ni * db;
         if (need_w) /* chunks of two sizes at most: the slots of the larger need */
-            L.nslots = std::max(L.nslots, gw_sched(a, mode, up_block(rows)).slots());
+            L.nslots = std::max(L.nslots, use_pseq(a) ? gw_pseq_sched(a, mode, up_block(rows)).slots()
+                                                      : gw_sched(a, mode, up_block(rows)).slots());
     }
     Bump bp;
     L.got = bp.take((size_t)(D * got_rows(No) * L.Bp) * eb);
@@ -1235,7 +1242,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
 
         if (need_w) { /* gW of the chunk */
             /* all Bp positions: a row may lie past `rows` (got_row) */
-            const GwSched sch = gw_sched(a, MODE, Bp);
             const bool last = b0 + rows >= B;
             auto gw = [&](auto kk) -> fc_status {
                 /* xg^T, yg^T in stage order: rows of 256 bytes (8 of a tile's), a box one tile of 8
@@ -1251,6 +1257,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                     (r = make_map(&gm, got, ty, sizeof(E), 8 * W::KS, (uint64_t)(Bp / W::KS) * (Nor / 8), D, 8 * W::KS,
                                   W::NT / 8, D, CU_TENSOR_MAP_SWIZZLE_NONE, (uint64_t)gcs * sizeof(E))) != FC_OK)
                     return r;
+                const GwSched sch = gw_sched(a, MODE, Bp);
                 using Wk = GwCfg<ID, MODE, decltype(kk)::value>;
                 auto kgw = gw_tma_kernel<ID, MODE, Tio, decltype(kk)::value>;
                 FC_CUDA_CHECK(cudaFuncSetAttribute(kgw, cudaFuncAttributeMaxDynamicSharedMemorySize, Wk::SMEM));
@@ -1264,6 +1271,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
             /* one path a unit where the shapes allow (use_pseq: by bulk copies, no tensor maps), else
              * the sub-steps gw_sched counted with */
             if (use_pseq(a)) {
+                const PseqSched sch = gw_pseq_sched(a, MODE, Bp);
                 auto kp = gw_pseq_kernel<ID, MODE, Tio>;
                 constexpr int smem = PseqCfg<ID, MODE>::SMEM;
                 FC_CUDA_CHECK(cudaFuncSetAttribute(kp, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));

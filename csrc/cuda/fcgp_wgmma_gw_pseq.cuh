@@ -17,8 +17,10 @@
  * wherever the shapes allow (use_pseq, fcgp_sm90a.cu).
  *
  * Units (path, 128-row block, 256-column block), the paths with the most pairs first, are shared
- * out as gw_tma_kernel's tiles are (fcgp_gw_sched.h): whole units in rounds, the rest in batch
- * segments summed in a fixed order through slots, so results are deterministic and written once.
+ * out as one stream of steps weighted by their path's cost (PseqSched, fcgp_gw_sched.h): each
+ * block a contiguous run of it, units cut at a run's ends summed in a fixed order through slots,
+ * so results are deterministic and written once; where that schedule would cost more (few long
+ * units), and under the setting 3, in gw_tma_kernel's rounds (make_gw_sched).
  * Where N_in is not a multiple of 128 or N_out of 256 the backward keeps gw_tma_kernel (the tiles
  * here read whole blocks). The backward's chunks add the earlier chunks' fp32 sum as there.
  */
@@ -74,6 +76,47 @@ template <int ID> struct PseqPlan {
     static constexpr PseqOrder<ID> order = make_pseq_order<ID>();
 };
 
+/* A step's cost in the stream schedule (PseqSched, fcgp_gw_sched.h), path p: its copies (3 a 4-KB
+ * tile of an x or y component, 6 a go^T tile) or its wgmmas (10 a pair), whichever is more; about
+ * 110 and 370 clock cycles at the rates measured (the three-pair paths' 48 KB and three wgmmas a
+ * step took ~0.68 us on an H200, NOTES_FCGP.md session 42; a Cl(2,0) two-pair unit's 128 steps
+ * ~50 us). The same in tf32: a step holds the same bytes and half the flops at half the rate. */
+template <int ID> constexpr int pseq_step_cost(int p)
+{
+    const int nx = Plans<ID>::path.nx[p], ny = Plans<ID>::path.ny[p], nj = Plans<ID>::path.nj[p];
+    const int copies = 3 * (nx + ny + 2 * nj), mmas = 10 * nj;
+    return copies > mmas ? copies : mmas;
+}
+/* a 128-KB slot written or read back, in those units (~32 tiles' copies) */
+constexpr int kPseqHand = 96;
+
+/* The schedule of a chunk: upp units a path (row blocks x column blocks), kb steps each, on at
+ * most sms blocks; stream: by weighted steps where that is cheaper, else in rounds of units (a
+ * slot's read-back four steps, as measured in session 41). Choosing tries up to sms block counts
+ * (~1 ms on the host), so each thread keeps its last two answers: a training loop asks the same
+ * questions at every call (the workspace's size, then each chunk's launch). */
+template <int ID> inline PseqSched pseq_sched(int upp, int kb, int sms, bool stream)
+{
+    constexpr int P = AlgebraTraits<ID>::P;
+    struct Last {
+        bool valid, stream;
+        int upp, kb, sms;
+        PseqSched sched;
+    };
+    static thread_local Last last[2] = {}; /* a backward's chunks have at most two sizes */
+    static thread_local int next = 0;
+    for (const Last &l : last)
+        if (l.valid && l.upp == upp && l.kb == kb && l.sms == sms && l.stream == stream)
+            return l.sched;
+    int w[P];
+    for (int i = 0; i < P; ++i)
+        w[i] = pseq_step_cost<ID>(PseqPlan<ID>::order.path[i]);
+    Last &l = last[next];
+    next ^= 1;
+    l = Last{true, stream, upp, kb, sms, make_pseq_sched(w, P, upp, kb, sms, kPseqHand, 4, stream)};
+    return l.sched;
+}
+
 /* f(path as a compile-time constant) for unit order index i (a run-time value) */
 template <int ID, class F> __device__ __forceinline__ void with_path(int i, F &&f)
 {
@@ -86,13 +129,13 @@ template <int ID, class F> __device__ __forceinline__ void with_path(int i, F &&
 /* The weight gradient of one batch chunk, one path a unit (this file's header). xgt, ygt: xg^T,
  * yg^T in stage order (xgt_offset, components dcs apart); got: go^T's step panels (got_offset,
  * components gcs apart, Nor rows a panel); the schedule's tiles are units, in order index x row
- * block x column block, column blocks fastest, of ring steps of one KS-row step each. The rest as
- * gw_tma_kernel. */
+ * block x column block, column blocks fastest, of ring steps of one KS-row step each, its pieces a
+ * block's in order (PseqSched::begin, at). The rest as gw_tma_kernel. */
 template <int ID, int MODE, class Tout>
 __global__ void __launch_bounds__(kSplitThreads, 1)
     gw_pseq_kernel(const Elem<MODE> *__restrict__ xgt, const Elem<MODE> *__restrict__ ygt, int64_t dcs,
-                   const Elem<MODE> *__restrict__ got, int64_t gcs, int Nor, const GwSched sch, float *slots,
-                   int *flags, int epoch, const float *prev, float *stash, Tout *gw, int Ni, int No)
+                   const Elem<MODE> *__restrict__ got, int64_t gcs, int Nor, const __grid_constant__ PseqSched sch,
+                   float *slots, int *flags, int epoch, const float *prev, float *stash, Tout *gw, int Ni, int No)
 {
     using C = PseqCfg<ID, MODE>;
     constexpr int S = C::STAGES, NT = C::NT, KS = C::KS;
@@ -101,7 +144,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
     pdl::waiting(); /* go^T, xg^T and yg^T of the chunk, and the earlier chunks' sum */
-    const int NM = No / NT, NB = Ni / C::BM, nbm = NM * NB, NB64 = Ni / 64, U = sch.units(), b = blockIdx.x;
+    const int NM = No / NT, NB = Ni / C::BM, nbm = NM * NB, NB64 = Ni / 64, b = blockIdx.x;
     tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), sch.steps(b), kConsumerThreads / 32);
     if (wgi == 2) { /* the producer warpgroup: one thread issues every step of every unit */
         wg::setmaxnreg_dec<kProducerRegs>();
@@ -112,10 +155,9 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
          * wgmmas, and the consumers waited on their full barrier a third of the time
          * (NOTES_FCGP.md session 42). */
         int s0 = 0;
-        for (int u = 0; u < U; ++u) {
-            const GwUnit w = sch.unit(b, u);
+        sch.each(b, [&](const GwUnit &w) {
             if (w.tile < 0)
-                continue;
+                return;
             const int ii = w.tile / nbm, inb = w.tile % nbm / NM, im = w.tile % NM, s1 = s0 + (w.k1 - w.k0);
             int ik = w.k0;
             with_path<ID>(ii, [&](auto pc) {
@@ -144,15 +186,15 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
                 });
             });
             s0 = s1;
-        }
+        });
         return;
     }
     wg::setmaxnreg_inc<kConsumerRegs>();
 
     const int r0 = 64 * wgi + 16 * warp + g; /* this thread's rows r0, r0 + 8 of the unit's 128 */
     int s0 = 0;
-    for (int u = 0; u < U; ++u) {
-        const GwUnit w = sch.unit(b, u);
+    GwUnit w;
+    for (int j = sch.begin(b); sch.at(b, j, w); ++j) {
         if (w.tile < 0)
             continue;
         const int ui = w.tile / nbm, n0 = w.tile % nbm / NM * C::BM, m0 = w.tile % NM * NT;

@@ -5,6 +5,12 @@
 #      alone); (c) the backward's timeline in the four issue-4 cells; (b) Nsight Compute's stall
 #      samples a SASS instruction for the second gz_tma_kernel launch of a backward at Cl(3,0) and
 #      Cl(2,0) bf16, and for gw_pseq_kernel at Cl(2,0) bf16 (its 80 units all in batch segments).
+#   C: after B (racecheck reports a correct bulk-copy ring as it reports a broken one, and no tensor
+#      copies at all; gW's units in rounds leave SMs idle): gw_pseq_kernel's units as a stream of
+#      weighted steps (PseqSched). The lab (gw_pseq_lib cases 0 and 3, stream and rounds), the
+#      parts with the chain off under settings 1 (stream) and 3 (rounds), the pseq tests, memcheck
+#      over the hang check's stream cases 12-13, racecheck over case 13 with and without
+#      --kernel-name-exclude, the issue-4 bench.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
@@ -42,6 +48,31 @@ B)
     SRC_LINES=30 room 100 "ncu gz 2" && SRC_LINES=30 ncu_src gz2 gz_tma_kernel python3 benchmarks/fcgp_parts.py --once --cells 2,bfloat16,4096,512
     SRC_LINES=30 room 100 "ncu gw 2" && SRC_LINES=30 ncu_src gw2 gw_pseq_kernel python3 benchmarks/fcgp_parts.py --once --cells 2,bfloat16,4096,512
     ;;
+C)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    lab_build gw_pseq_lib &
+    build
+    wait
+    for c in 0 3; do for st in 1 0; do timeout 30 "$T/gw_pseq_lib" $c $st; done; done | tee "$R/gw_pseq_lib.txt"
+    for e in 1 3; do
+        room 40 "parts $e" && FLASHCLIFFORD_FCGP_GW_PSEQ=$e FLASHCLIFFORD_FCGP_BWD_PDL=0 timeout 35 python3 \
+            benchmarks/fcgp_parts.py --kernels 2>&1 | grep -v -i warn >"$T/parts_$e.txt"
+        grep -E "^Cl.*(backward|bmm) |gw_|gz_" "$T/parts_$e.txt" | sed "s/^/pseq=$e /"
+    done
+    room 200 tests && tests_in pseq "" tests/test_gpu_fcgp_sm90.py -k "gw_one_path or gw_by_the_rule"
+    room 60 memcheck && for i in 12 13; do
+        timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 python3 benchmarks/fcgp_hang_check.py --small $i \
+            >"$T/memcheck_case$i.log" 2>&1
+        echo "memcheck case $i: rc $? $(grep -h "ERROR SUMMARY" "$T/memcheck_case$i.log")"
+    done
+    for x in "" "--kernel-name-exclude kns=gw_pseq_kernel"; do
+        room 40 "racecheck $x" || break
+        timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp $x \
+            python3 benchmarks/fcgp_hang_check.py --small 13 >"$T/rc.log" 2>&1
+        echo "racecheck case 13 ($x): rc $? $(grep -h "RACECHECK SUMMARY" "$T/rc.log")"
+    done
+    room 100 bench && bench 95
+    ;;
 *)
-    echo "usage: $0 B"; exit 2 ;;
+    echo "usage: $0 B | C"; exit 2 ;;
 esac
