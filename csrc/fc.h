@@ -137,8 +137,9 @@ long long fc_fcgp_sm90_bwd_go_rows(long long rows);
 int fc_fcgp_sm90_bwd_pdl_switch(int on);
 /* How the Hopper FCGP weight gradient is tiled: mode >= 0 sets it (0 by the rule, today the same
  * as 1; 1 one path a tile, gw_pseq_kernel, wherever N_in is a multiple of 128 and N_out of 256,
- * its tiles a stream of weighted steps; 2 the path-group kernel everywhere; 3 as 1 with its tiles
- * in rounds); returns the setting (initially FLASHCLIFFORD_FCGP_GW_PSEQ's, else 0). */
+ * its tiles whole to the least-loaded block by cost where that beats rounds; 2 the path-group
+ * kernel everywhere; 3 as 1 always in rounds); returns the setting (initially
+ * FLASHCLIFFORD_FCGP_GW_PSEQ's, else 0). */
 int fc_fcgp_sm90_gw_pseq(int mode);
 /* How the Hopper FCGP backward forms the norm's row statistics and go^T: mode >= 0 sets it (0 by
  * the rule, 1 in one pass a batch block, go_rows, where N_out <= 512, 2 in two passes, norm_stats

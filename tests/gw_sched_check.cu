@@ -1,13 +1,15 @@
-/* gw_sched_check.cu — the one-path weight gradient's schedules (fcgp_gw_sched.h: PseqSched, the
- * stream of weighted steps and the rounds it may keep) checked on the host over a sweep of shapes,
- * algebras and SM counts: every step of every unit taken by exactly one block, a put only as a
- * block's first piece and into that block's slot, a head's nget slots the puts of the blocks right
- * after it, of its own unit and covering the unit's other steps (so no wait can close a cycle and
- * each unit is summed once, in block order), no block without steps, steps(b) the ring's length,
- * and the stream chosen only where its cost (pseq_load) is below the rounds'. Prints the issue-4
- * shapes' schedules. Built and run by tests/test_lab_builds.py (host code only: no GPU).
+/* gw_sched_check.cu — the one-path weight gradient's schedules (fcgp_gw_sched.h: PseqSched, whole
+ * units to the least-loaded block, or make_gw_sched's rounds) checked on the host over a sweep of
+ * shapes, algebras and SM counts: every step of every unit taken by exactly one block; in rounds,
+ * each segment before a tile's last putting into its own slot and the last reading back exactly
+ * the tile's other segments, each from a block of lower index in the same round (so no wait can
+ * close a cycle, and each tile is summed once, in a fixed order); whole units with no slots, every
+ * block starting on one of the heaviest units (as a round starts together); steps(b) the ring's
+ * length; whole units chosen only where they cost less (pseq_load). Prints the issue-4 shapes'
+ * schedules. Built and run by tests/test_lab_builds.py (host code only: no GPU).
  *   nvcc -std=c++17 -Icsrc tests/gw_sched_check.cu -o gw_sched_check && ./gw_sched_check
  */
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -21,6 +23,7 @@ using namespace fc::fcgp::sm90;
 template <int ID> int check(int upp, int kb, int sms, bool show)
 {
     constexpr int P = AlgebraTraits<ID>::P;
+    const int units = P * upp;
     int w[P];
     for (int i = 0; i < P; ++i)
         w[i] = pseq_step_cost<ID>(PseqPlan<ID>::order.path[i]);
@@ -31,55 +34,56 @@ template <int ID> int check(int upp, int kb, int sms, bool show)
         if (bad++ < 5)
             printf("FAIL Cl(%d,0) upp %d kb %d sms %d: %s (block %d)\n", AlgebraTraits<ID>::n, upp, kb, sms, what, b);
     };
-    if (ls > lr || (s.stream && ls == lr))
-        fail("the stream kept where it costs no less than the rounds", -1);
+    if (r.lpt || (s.lpt && ls >= lr))
+        fail("whole units kept where they cost no less than the rounds, or under setting 3", -1);
     for (const PseqSched *q : {&s, &r}) {
         const PseqSched &x = *q;
-        if (x.stream && x.grid > kPseqMaxGrid)
-            fail("more blocks than the runs hold", x.grid);
-        std::vector<int> cover((size_t)P * upp * kb, 0), put_unit(x.grid, -1);
-        std::vector<GwUnit> last(x.grid, GwUnit{-1, 0, 0, -1, 0, 0});
+        if (x.lpt && (x.grid > kPseqMaxGrid || units > kPseqMaxList || x.slots() != 0))
+            fail("more blocks or units than the lists hold, or slots with whole units", x.grid);
+        std::vector<int> cover((size_t)units * kb, 0);
+        int heavy = 0; /* the grid-th heaviest step cost: every block's first unit at least that */
+        std::vector<int> costs;
+        for (int u = 0; u < units; ++u)
+            costs.push_back(w[u / upp]);
+        std::sort(costs.begin(), costs.end(), [](int a, int b) { return a > b; });
+        heavy = costs[std::min(x.grid, units) - 1];
         for (int b = 0; b < x.grid; ++b) {
             GwUnit u;
             int n = 0, steps = 0;
             for (int j = x.begin(b); x.at(b, j, u); ++j) {
                 if (u.tile < 0)
                     continue;
-                if (u.tile >= P * upp || u.k0 < 0 || u.k1 > kb || u.k0 >= u.k1)
+                if (u.tile >= units || u.k0 < 0 || u.k1 > kb || u.k0 >= u.k1)
                     fail("a piece out of range or empty", b);
-                for (int k = u.k0; k < u.k1 && u.tile < P * upp; ++k)
-                    cover[(size_t)u.tile * kb + k]++;
-                steps += u.k1 - u.k0;
-                if (x.stream && u.put >= 0) {
-                    if (n != 0 || u.put != b)
-                        fail("a put not the block's first piece, or not into its slot", b);
-                    put_unit[b] = u.tile;
+                else
+                    for (int k = u.k0; k < u.k1; ++k)
+                        cover[(size_t)u.tile * kb + k]++;
+                if (x.lpt && (u.k0 != 0 || u.k1 != kb || u.put >= 0 || u.nget > 0))
+                    fail("a unit not whole, or handed over, in the whole-unit schedule", b);
+                if (x.lpt && n == 0 && w[u.tile / upp] < heavy)
+                    fail("a block not starting on one of the heaviest units", b);
+                if (!x.lpt && u.nget > 0) { /* the last segment: the tile's others in lower blocks */
+                    int held = u.k1 - u.k0;
+                    for (int o = 0; o < b; ++o) {
+                        GwUnit v;
+                        for (int jj = x.begin(o); x.at(o, jj, v); ++jj)
+                            if (v.tile == u.tile && v.put >= 0) {
+                                if (v.put < u.get || v.put >= u.get + u.nget || jj != j)
+                                    fail("a segment's slot outside its tile's, or in another round", o);
+                                held += v.k1 - v.k0;
+                            }
+                    }
+                    if (held != kb)
+                        fail("a tile's last segment not reading back the rest of the tile", b);
                 }
-                if (x.stream && u.nget > 0)
-                    last[b] = u;
+                steps += u.k1 - u.k0;
                 ++n;
             }
-            if (x.stream && n == 0)
-                fail("a block without steps", b);
+            if (x.lpt && n == 0)
+                fail("a block without units", b);
             if (steps != x.steps(b))
                 fail("steps(b) not the pieces' steps", b);
         }
-        for (int b = 0; b < x.grid; ++b)
-            if (last[b].nget > 0) {
-                int held = last[b].k1 - last[b].k0;
-                for (int q = 0; q < last[b].nget; ++q) {
-                    const int o = last[b].get + q;
-                    if (o != b + 1 + q || o >= x.grid || put_unit[o] != last[b].tile) {
-                        fail("a head's slots not the next blocks' puts of its unit", b);
-                        break;
-                    }
-                    GwUnit u;
-                    x.at(o, x.begin(o), u);
-                    held += u.k1 - u.k0;
-                }
-                if (held != kb)
-                    fail("a head and its slots not the whole unit", b);
-            }
         for (int c : cover)
             if (c != 1) {
                 fail("a step taken other than once", -1);
@@ -88,7 +92,7 @@ template <int ID> int check(int upp, int kb, int sms, bool show)
     }
     if (show)
         printf("Cl(%d,0) %3d units of %3d steps on %3d SMs: %s on %3d blocks, load %6lld (rounds: %3d blocks, %6lld)\n",
-               AlgebraTraits<ID>::n, P * upp, kb, sms, s.stream ? "stream" : "rounds", s.grid, ls, r.grid, lr);
+               AlgebraTraits<ID>::n, units, kb, sms, s.lpt ? "whole units" : "rounds", s.grid, ls, r.grid, lr);
     return bad;
 }
 

@@ -498,22 +498,21 @@ def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
 # The weight gradient one path a tile of 128 rows of N_in x 256 columns of N_out (gw_pseq_kernel,
 # fcgp_wgmma_gw_pseq.cuh; _C._fcgp_sm90_gw_pseq 1, and by the rule, 0, the default) where N_in is a
 # multiple of 128 and N_out of 256; elsewhere, and under setting 2, the path-group kernel
-# (test_backward_gw_by_the_rule). Its units (path, row block, column block) go out as a stream of
-# steps weighted by path, each block a run of it, the units cut at the runs' ends summed in block
-# order through slots (fcgp_gw_sched.h, PseqSched), where that costs less than rounds of whole
-# units and batch segments, and in those rounds elsewhere and under setting 3. On 132 SMs: B 70 (5
-# steps) rounds only; B 2085 (two batch chunks of ~66 steps, the second adding the first's fp32
-# sum, gW's operands in the workspace): rounds at 128 x 256, the stream at 512 x 512 (heads reading
-# one or two slots); B 4096 at 256 x 512 (two chunks of 128 steps): the stream at Cl(3,0) (heads
-# reading up to four slots), rounds at Cl(2,0). Every gradient against the float64 einsum under
-# each setting, and bitwise from run to run under 1. The settings split the batch sums
-# differently, so their bits differ.
+# (test_backward_gw_by_the_rule). Units (path, row block, column block) in rounds of whole units
+# and in batch segments summed in a fixed order through slots, the segment count weighing a slot's
+# read-back; or, where the units are one to three rounds and that costs less by their paths' step
+# costs, whole, heaviest first, each to the least-loaded block (fcgp_gw_sched.h, PseqSched; not
+# under setting 3). On 132 SMs: B 70 (5 steps): Cl(2,0) rounds, Cl(3,0) whole units at 512 x 512;
+# B 2085 (two batch chunks of ~66 steps, the second adding the first's fp32 sum, gW's operands in
+# the workspace): at 128 x 256 10 and 20 units, all in segments; at 512 x 512 Cl(2,0)'s 80 units in
+# segments, Cl(3,0)'s 160 whole. Every gradient against the float64 einsum under each setting, and
+# bitwise from run to run under 1. The settings split the batch sums differently, so their bits
+# differ.
 PSEQ_SHAPES = [
     pytest.param(70, 128, 256, id="B70-128-256"),
     pytest.param(70, 512, 512, id="B70-512-512"),
     pytest.param(2085, 128, 256, id="B2085-128-256"),
     pytest.param(2085, 512, 512, id="B2085-512-512"),
-    pytest.param(4096, 256, 512, id="B4096-256-512"),
 ]
 # _C._fcgp_sm90_gw_pseq's settings: one path a tile where it fits; path groups; one path a tile in rounds
 PSEQ_ON, PSEQ_OFF, PSEQ_ROUNDS = 1, 2, 3
@@ -543,7 +542,7 @@ def test_backward_gw_one_path_a_tile_repeats(pseq_on, alg, mode):
     # B 2048: two chunks of whole blocks, so gW's operands lie in grad_x, grad_y's rows when those
     # are 16-byte aligned, in the workspace when 4 bytes off: the same kernels on the same values,
     # so the same bits; and the torch op's gradients bitwise the same from run to run (at 512 x
-    # 512 the stream schedule, its heads reading slots)
+    # 512 Cl(2,0) in rounds and segments, Cl(3,0) in whole units)
     B, n_in, n_out = 2048, 512, 512
     x, y, w, g, precision, prec, out, norms, s = _normalized_forward(alg, B, n_in, n_out, mode,
                                                                      f"pseq-repeat/{alg.name}/{mode}")

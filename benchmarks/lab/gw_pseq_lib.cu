@@ -3,8 +3,8 @@
  * session 41): its loop ran at 510-690 TF/s in that lab, while the kernel in the backward took
  * about twice the lab's time a step. Here the kernel runs outside the backward (no transposes just
  * before it, no chain), on random bf16 operands in its layouts (xg^T, yg^T in stage order, go^T in
- * step panels), a batch chunk of 2048 rows, with the backward's schedule (PseqSched: the stream of
- * weighted steps where it is cheaper, else make_gw_sched's rounds) for
+ * step panels), a batch chunk of 2048 rows, with the backward's schedule (PseqSched: whole units to
+ * the least-loaded block where that is cheaper, else make_gw_sched's rounds) for
  *   - N 512 x 512 (the issue's cells: Cl(3,0)'s 160 units, a round and segments; Cl(2,0)'s 80, all
  *     in segments), and
  *   - N_in 2048 x N_out 512 (four times the units: whole rounds, few segments),
@@ -29,7 +29,7 @@ using namespace fc::fcgp::sm90;
  * three-pair paths over N_in = 128 (SMs / 12) x 512: whole rounds of the heaviest units alone, the
  * lab's "three pairs a path" in the library's kernel */
 static bool g_once = false; /* case 7: one launch, no timing */
-static bool g_stream = true; /* the stream schedule where it is cheaper (PseqSched), else the rounds */
+static bool g_lpt = true; /* whole units to the least-loaded block where cheaper (PseqSched), else rounds */
 
 template <int ID> void run(int sms, int Ni, int No, int paths = 0)
 {
@@ -45,7 +45,7 @@ template <int ID> void run(int sms, int Ni, int No, int paths = 0)
     int wc[FC_MAX_P];
     for (int i = 0; i < np; ++i)
         wc[i] = pseq_step_cost<ID>(PseqPlan<ID>::order.path[i]);
-    const PseqSched sch = make_pseq_sched(wc, np, units / np, steps, sms, kPseqHand, 4, g_stream);
+    const PseqSched sch = make_pseq_sched(wc, np, units / np, steps, sms, kPseqHand, 4, g_lpt);
     CK(cudaMalloc(&xg, (size_t)D * dcs * sizeof(E)));
     CK(cudaMalloc(&yg, (size_t)D * dcs * sizeof(E)));
     CK(cudaMalloc(&go, (size_t)D * gcs * sizeof(E)));
@@ -90,7 +90,7 @@ template <int ID> void run(int sms, int Ni, int No, int paths = 0)
     if (!g_once)
         printf("gw_pseq_kernel Cl(%d,0) bf16  N_in %4d N_out %4d, %2d paths: %3d units, grid %3d, %s: %7.1f us  "
                "%6.1f TF/s\n",
-               tb.n, Ni, No, np, units, sch.grid, sch.stream ? "stream" : "rounds", best * 1e3, flops / best / 1e9);
+               tb.n, Ni, No, np, units, sch.grid, sch.lpt ? "whole units" : "rounds", best * 1e3, flops / best / 1e9);
     CK(cudaFree(xg));
     CK(cudaFree(yg));
     CK(cudaFree(go));
@@ -99,15 +99,15 @@ template <int ID> void run(int sms, int Ni, int No, int paths = 0)
     CK(cudaFree(flags));
 }
 
-/* ./gw_pseq_lib [case [stream]]: every case (-1), or only case 0-7 (in the order below: one to
- * profile); stream 0 keeps the rounds schedule */
+/* ./gw_pseq_lib [case [lpt]]: every case (-1), or only case 0-7 (in the order below: one to
+ * profile); lpt 0 keeps the rounds schedule */
 int main(int argc, char **argv)
 {
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     const int only = argc > 1 ? atoi(argv[1]) : -1;
-    g_stream = !(argc > 2 && atoi(argv[2]) == 0); /* a second argument 0: the rounds */
+    g_lpt = !(argc > 2 && atoi(argv[2]) == 0); /* a second argument 0: the rounds */
     auto want = [&](int c) { return only < 0 || only == c; };
     if (want(0))
         run<1>(sms, 512, 512);

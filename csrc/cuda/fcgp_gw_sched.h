@@ -94,65 +94,50 @@ inline GwSched make_gw_sched(int tiles, int kb, int sms, int hand = 0)
     return g;
 }
 
-/* The one-path gW's schedule (gw_pseq_kernel) as one stream of weighted steps. Its units differ
- * in cost by path (a step of Cl(3,0)'s costliest path brings 48 KB and runs three wgmmas, of its
- * lightest 16 KB and one), and the rounds above count units alike: at N 512 Cl(2,0)'s 80 units
- * went in segments of equal steps, Cl(3,0)'s 96 three-pair and 36 one-pair units in one round,
- * the blocks of the light ones idle for most of it (NOTES_FCGP.md session 43). Here the units'
- * steps, in unit order, are laid end to end, each weighted by its path's step cost w, and block b
- * takes the steps whose cost starts in [b W / grid, (b + 1) W / grid) (W: the total): a run from
- * step k0 of unit j0 to step k1 of unit j1 (PseqRun). A run's first piece may be a unit's tail or
- * middle: its block puts its sum in slot b and raises flag b, without waiting. Its last piece may
- * be a unit's head: that block waits for the flags of the nget blocks after it, which hold the
- * rest of the unit (each holds a step or more: W / grid is at least the costliest step), adds
- * their slots in block order and writes the unit. So every put comes before any wait on its
- * block, no wait can close a cycle, and each unit is written once in a fixed order of additions.
- * The runs are formed on the host (PseqStream) and travel in the launch's parameters, so a grid
- * holds at most kPseqMaxGrid blocks. `stream` false keeps the rounds (`rounds`). */
-struct PseqRun {
-    int j0, k0, j1, k1, nget;
-};
-constexpr int kPseqMaxGrid = 160; /* 3.2 KB of runs, within the 4 KB of a launch's parameters */
+/* The one-path gW's schedule (gw_pseq_kernel). Its units differ in cost by path (a step of
+ * Cl(3,0)'s costliest path brings 48 KB and runs three wgmmas, of its lightest 16 KB and one),
+ * while the rounds above count units alike: at N 512 Cl(3,0)'s 160 units went 132 in a round,
+ * the blocks of its one-pair units idle for most of it, and the other 28 in segments after it.
+ * Where the units number between one and kPseqMaxList / sms rounds, they may instead go out
+ * whole, heaviest first, each to the block with the least cost so far (w: a step's cost by path,
+ * fcgp_wgmma_gw_pseq.cuh), block b taking list[first[b] .. first[b + 1]) in that order: every
+ * block starts its heaviest unit at step 0 with the others, as in a round, so the operand tiles
+ * they share come from L2 once (a stream of weighted steps, each block a run starting mid-unit,
+ * balanced better on paper but read the whole chunk's operands at once and ran Cl(3,0) 24-52%
+ * slower: NOTES_FCGP.md session 43). No unit is split, so no slots and no waits. `lpt` false:
+ * the rounds. The lists travel in the launch's parameters. */
+constexpr int kPseqMaxGrid = 160, kPseqMaxList = 400;
 
 struct PseqSched {
-    bool stream;
+    bool lpt;
     int grid, kb;
     GwSched rounds;
-    PseqRun run[kPseqMaxGrid];
+    unsigned short first[kPseqMaxGrid + 1];
+    unsigned short list[kPseqMaxList];
 
-    /* where block b's pieces begin: a round (rounds), or its run's first unit */
-    __host__ __device__ int begin(int b) const { return stream ? run[b].j0 : 0; }
-    /* Block b's piece at j (begin(b), then j + 1, ...): false past its last; a piece with tile < 0
-     * is empty (skip it). */
+    /* where block b's pieces begin (then j + 1, ...) */
+    __host__ __device__ int begin(int b) const { return lpt ? first[b] : 0; }
+    /* Block b's piece at j: false past its last; a piece with tile < 0 is empty (skip it). */
     __host__ __device__ bool at(int b, int j, GwUnit &u) const
     {
-        if (stream)
-            return at_run(b, j, u);
+        if (lpt) {
+            if (j >= first[b + 1])
+                return false;
+            u = GwUnit{list[j], 0, kb, -1, 0, 0};
+            return true;
+        }
         if (j >= rounds.units())
             return false;
         u = rounds.unit(b, j);
-        return true;
-    }
-    __host__ __device__ bool at_run(int b, int j, GwUnit &u) const
-    {
-        const PseqRun &r = run[b];
-        if (j > r.j1)
-            return false;
-        u = GwUnit{j, j == r.j0 ? r.k0 : 0, j == r.j1 ? r.k1 : kb, -1, 0, 0};
-        if (u.k0 > 0)
-            u.put = b;
-        else if (u.k1 < kb)
-            u.get = b + 1, u.nget = r.nget;
         return true;
     }
     /* f(piece) for block b's pieces in order, empty ones too: a loop for each kind of schedule,
      * for the producer thread (one loop over both kinds spilled its 24 registers) */
     template <class F> __host__ __device__ void each(int b, F &&f) const
     {
-        GwUnit u;
-        if (stream) {
-            for (int j = run[b].j0; at_run(b, j, u); ++j)
-                f(u);
+        if (lpt) {
+            for (int j = first[b]; j < first[b + 1]; ++j)
+                f(GwUnit{list[j], 0, kb, -1, 0, 0});
         } else {
             for (int j = 0; j < rounds.units(); ++j)
                 f(rounds.unit(b, j));
@@ -167,50 +152,11 @@ struct PseqSched {
             n += u.tile >= 0 ? u.k1 - u.k0 : 0;
         return n;
     }
-    int slots() const { return stream ? grid : rounds.slots(); }
+    int slots() const { return lpt ? 0 : rounds.slots(); }
 };
 
-/* The stream's arithmetic on the host: np paths' units (upp a path, kb steps each) in unit order,
- * a step of path i costing w[i]; grid blocks. */
-struct PseqStream {
-    int grid, kb, upp, np;
-    long long W;                 /* every unit's steps, weighted */
-    int w[FC_MAX_P];
-    long long cum[FC_MAX_P + 1]; /* the cost before path i's first unit */
-
-    long long start(int b) const { return (long long)b * W / grid; }
-    long long unit_start(int j) const { return cum[j / upp] + (long long)(j % upp) * kb * w[j / upp]; }
-    /* the unit in which the cost pos falls */
-    int unit_at(long long pos) const
-    {
-        int i = 0;
-        while (i + 1 < np && cum[i + 1] <= pos)
-            ++i;
-        return i * upp + (int)((pos - cum[i]) / ((long long)kb * w[i]));
-    }
-    /* the block whose steps include the one whose cost starts at pos */
-    int owner(long long pos) const { return (int)(((pos + 1) * grid - 1) / W); }
-    /* block b's run: the steps whose cost starts in [start(b), start(b + 1)) */
-    PseqRun run(int b) const
-    {
-        const long long lo = start(b), hi = start(b + 1);
-        PseqRun r{};
-        r.j0 = unit_at(lo);
-        long long c0 = unit_start(r.j0), k0 = (lo - c0 + w[r.j0 / upp] - 1) / w[r.j0 / upp];
-        if (k0 >= kb) /* lo inside the unit's last step: the run starts with the next unit */
-            c0 = unit_start(++r.j0), k0 = 0;
-        r.k0 = (int)k0;
-        r.j1 = unit_at(hi - 1);
-        const long long c1 = unit_start(r.j1), k1 = (hi - c1 + w[r.j1 / upp] - 1) / w[r.j1 / upp];
-        r.k1 = (int)(k1 < kb ? k1 : kb);
-        if (r.k1 < kb && !(r.j1 == r.j0 && r.k0 > 0)) /* a head: the rest of its unit on the blocks after */
-            r.nget = owner(c1 + (long long)(kb - 1) * w[r.j1 / upp]) - b;
-        return r;
-    }
-};
-
-/* A schedule's cost in the units of w: the most any block carries, its steps' cost and hand a
- * slot it writes or reads back. */
+/* A schedule's cost in the units of w (path by unit order index, upp units a path): the most any
+ * block carries, its steps' cost and hand a slot it writes or reads back. */
 inline long long pseq_load(const PseqSched &s, const int *w, int upp, int hand)
 {
     long long most = 0;
@@ -227,40 +173,46 @@ inline long long pseq_load(const PseqSched &s, const int *w, int upp, int hand)
 
 /* The schedule of np paths' units (upp a path, kb steps each; w: a step's cost by path in unit
  * order) on at most sms blocks: the rounds of make_gw_sched (hand_steps: a slot's read in steps),
- * or with stream the stream on the block count of least pseq_load (hand: a slot's write or read
- * in the units of w), where that is less than the rounds' (with few long units, heads reading
- * back many slots, the rounds can be less). Every block count is tried where the units are fewer
- * than twice the blocks, else the most. */
-inline PseqSched make_pseq_sched(const int *w, int np, int upp, int kb, int sms, int hand, int hand_steps, bool stream)
+ * or, with lpt, whole units heaviest first to the least-loaded block, where the units are at least
+ * the blocks, fit the lists, and that costs less (pseq_load; hand: a slot's write or read in the
+ * units of w). */
+inline PseqSched make_pseq_sched(const int *w, int np, int upp, int kb, int sms, int hand, int hand_steps, bool lpt)
 {
     PseqSched s{};
     s.kb = kb < 1 ? 1 : kb;
     s.rounds = make_gw_sched(np * upp, s.kb, sms, hand_steps);
     s.grid = s.rounds.grid;
-    PseqStream st{};
-    st.kb = s.kb, st.upp = upp, st.np = np;
-    int wmax = 1;
-    for (int i = 0; i < np; ++i) {
-        st.w[i] = w[i] < 1 ? 1 : w[i];
-        st.cum[i + 1] = st.cum[i] + (long long)upp * st.kb * st.w[i];
-        wmax = st.w[i] > wmax ? st.w[i] : wmax;
-    }
-    st.W = st.cum[np];
-    if (!stream || st.W <= 0)
+    const int units = np * upp, grid = sms < kPseqMaxGrid ? sms : kPseqMaxGrid;
+    if (!lpt || units < grid || units > kPseqMaxList)
         return s;
-    PseqSched t = s, best = s;
-    long long least = pseq_load(s, st.w, upp, hand);
-    t.stream = true;
-    const int most = sms < kPseqMaxGrid ? sms : kPseqMaxGrid;
-    for (int g = np * upp >= 2 * most ? most : 1; g <= most && st.W / g >= wmax; ++g) {
-        st.grid = t.grid = g;
-        for (int b = 0; b < g; ++b)
-            t.run[b] = st.run(b);
-        const long long l = pseq_load(t, st.w, upp, hand);
-        if (l < least)
-            least = l, best = t;
+    PseqSched t{};
+    t.lpt = true, t.kb = s.kb, t.grid = grid;
+    /* units by cost, heaviest first (stable: unit order within a cost), each to the least-loaded
+     * block (the lowest index among equals), in the order taken */
+    int order[kPseqMaxList], block[kPseqMaxList], count[kPseqMaxGrid] = {};
+    long long load[kPseqMaxGrid] = {};
+    for (int u = 0; u < units; ++u)
+        order[u] = u;
+    for (int a = 1; a < units; ++a) /* insertion sort: a few hundred units */
+        for (int b = a; b > 0 && w[order[b] / upp] > w[order[b - 1] / upp]; --b) {
+            const int x = order[b];
+            order[b] = order[b - 1], order[b - 1] = x;
+        }
+    for (int a = 0; a < units; ++a) {
+        int least = 0;
+        for (int b = 1; b < grid; ++b)
+            least = load[b] < load[least] ? b : least;
+        load[least] += (long long)s.kb * w[order[a] / upp];
+        block[a] = least, ++count[least];
     }
-    return best;
+    for (int b = 0; b < grid; ++b)
+        t.first[b + 1] = (unsigned short)(t.first[b] + count[b]);
+    int at[kPseqMaxGrid];
+    for (int b = 0; b < grid; ++b)
+        at[b] = t.first[b];
+    for (int a = 0; a < units; ++a)
+        t.list[at[block[a]]++] = (unsigned short)order[a];
+    return pseq_load(t, w, upp, hand) < pseq_load(s, w, upp, hand) ? t : s;
 }
 
 } // namespace sm90

@@ -198,8 +198,9 @@ std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: 1 on where it fit
 }
 /* The weight gradient one path a tile of 128 x 256 (gw_pseq_kernel, fcgp_wgmma_gw_pseq.cuh) or by
  * path groups (gw_tma_kernel): 0 by the rule (use_pseq: today the same as 1), 1 one path a tile
- * wherever N_in is a multiple of 128 and N_out of 256, its units a stream of weighted steps, 2 path
- * groups everywhere, 3 as 1 with its units in rounds (session 42's schedule, for comparison);
+ * wherever N_in is a multiple of 128 and N_out of 256, its units whole to the least-loaded block
+ * where that costs less than rounds (PseqSched), 2 path groups everywhere, 3 as 1 always in rounds
+ * (session 42's schedule, for comparison);
  * FLASHCLIFFORD_FCGP_GW_PSEQ at start-up, or set_gw_pseq. */
 int gw_pseq_setting() { return env_choice(g_gw_pseq, "FLASHCLIFFORD_FCGP_GW_PSEQ", 1, 3, 0); }
 void set_gw_pseq(int mode) { g_gw_pseq.store(mode >= 1 && mode <= 3 ? mode : 0); }
@@ -306,8 +307,8 @@ PseqSched gw_pseq_sched(const fc_args *a, int mode, int64_t Bp)
 {
     const int sms = std::max(1, sm_count(a->device)), kb = (int)cdiv(Bp, kSteps(mode));
     const int upp = (int)(pseq_units(a) / a->alg->P);
-    const bool stream = gw_pseq_setting() != 3;
-    return a->alg->D == AlgebraTraits<0>::D ? pseq_sched<0>(upp, kb, sms, stream) : pseq_sched<1>(upp, kb, sms, stream);
+    const bool lpt = gw_pseq_setting() != 3;
+    return a->alg->D == AlgebraTraits<0>::D ? pseq_sched<0>(upp, kb, sms, lpt) : pseq_sched<1>(upp, kb, sms, lpt);
 }
 
 int64_t up_block(int64_t n) { return cdiv(n, kBlockRows) * kBlockRows; }

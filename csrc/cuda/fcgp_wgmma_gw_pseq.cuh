@@ -17,10 +17,10 @@
  * wherever the shapes allow (use_pseq, fcgp_sm90a.cu).
  *
  * Units (path, 128-row block, 256-column block), the paths with the most pairs first, are shared
- * out as one stream of steps weighted by their path's cost (PseqSched, fcgp_gw_sched.h): each
- * block a contiguous run of it, units cut at a run's ends summed in a fixed order through slots,
- * so results are deterministic and written once; where that schedule would cost more (few long
- * units), and under the setting 3, in gw_tma_kernel's rounds (make_gw_sched).
+ * out as gw_tma_kernel's tiles are (fcgp_gw_sched.h): whole units in rounds, the rest in batch
+ * segments summed in a fixed order through slots, so results are deterministic and written once;
+ * or, where the units are one to three rounds and that costs less by their paths' step costs,
+ * whole, heaviest first, each to the least-loaded block (PseqSched; not under the setting 3).
  * Where N_in is not a multiple of 128 or N_out of 256 the backward keeps gw_tma_kernel (the tiles
  * here read whole blocks). The backward's chunks add the earlier chunks' fp32 sum as there.
  */
@@ -76,7 +76,7 @@ template <int ID> struct PseqPlan {
     static constexpr PseqOrder<ID> order = make_pseq_order<ID>();
 };
 
-/* A step's cost in the stream schedule (PseqSched, fcgp_gw_sched.h), path p: its copies (3 a 4-KB
+/* A step's cost for the schedule (PseqSched, fcgp_gw_sched.h), path p: its copies (3 a 4-KB
  * tile of an x or y component, 6 a go^T tile) or its wgmmas (10 a pair), whichever is more; about
  * 110 and 370 clock cycles at the rates measured (the three-pair paths' 48 KB and three wgmmas a
  * step took ~0.68 us on an H200, NOTES_FCGP.md session 42; a Cl(2,0) two-pair unit's 128 steps
@@ -91,29 +91,29 @@ template <int ID> constexpr int pseq_step_cost(int p)
 constexpr int kPseqHand = 96;
 
 /* The schedule of a chunk: upp units a path (row blocks x column blocks), kb steps each, on at
- * most sms blocks; stream: by weighted steps where that is cheaper, else in rounds of units (a
- * slot's read-back four steps, as measured in session 41). Choosing tries up to sms block counts
- * (~1 ms on the host), so each thread keeps its last two answers: a training loop asks the same
- * questions at every call (the workspace's size, then each chunk's launch). */
-template <int ID> inline PseqSched pseq_sched(int upp, int kb, int sms, bool stream)
+ * most sms blocks; lpt: whole units by cost to the least-loaded block where that is cheaper, else
+ * in rounds of units (a slot's read-back four steps, as measured in session 41). Each thread keeps
+ * its last two answers: a training loop asks the same questions at every call (the workspace's
+ * size, then each chunk's launch), and the answer weighs every unit on every block. */
+template <int ID> inline PseqSched pseq_sched(int upp, int kb, int sms, bool lpt)
 {
     constexpr int P = AlgebraTraits<ID>::P;
     struct Last {
-        bool valid, stream;
+        bool valid, lpt;
         int upp, kb, sms;
         PseqSched sched;
     };
     static thread_local Last last[2] = {}; /* a backward's chunks have at most two sizes */
     static thread_local int next = 0;
     for (const Last &l : last)
-        if (l.valid && l.upp == upp && l.kb == kb && l.sms == sms && l.stream == stream)
+        if (l.valid && l.upp == upp && l.kb == kb && l.sms == sms && l.lpt == lpt)
             return l.sched;
     int w[P];
     for (int i = 0; i < P; ++i)
         w[i] = pseq_step_cost<ID>(PseqPlan<ID>::order.path[i]);
     Last &l = last[next];
     next ^= 1;
-    l = Last{true, stream, upp, kb, sms, make_pseq_sched(w, P, upp, kb, sms, kPseqHand, 4, stream)};
+    l = Last{true, lpt, upp, kb, sms, make_pseq_sched(w, P, upp, kb, sms, kPseqHand, 4, lpt)};
     return l.sched;
 }
 

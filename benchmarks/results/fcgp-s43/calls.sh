@@ -10,7 +10,13 @@
 #      weighted steps (PseqSched). The lab (gw_pseq_lib cases 0 and 3, stream and rounds), the
 #      parts with the chain off under settings 1 (stream) and 3 (rounds), the pseq tests, memcheck
 #      over the hang check's stream cases 12-13, racecheck over case 13 with and without
-#      --kernel-name-exclude, the issue-4 bench.
+#      --kernel-name-exclude, the issue-4 bench. (Measured: the stream 24-52% slower at Cl(3,0) and in
+#      tf32, its blocks spread over the whole chunk's batch steps; the tests cut by the call's end.)
+#   D: after C: whole units, heaviest first, to the least-loaded block (PseqSched, where the units
+#      are one to three rounds and that costs less than rounds), every block starting with the
+#      others as in a round. The lab and the parts under 1 and 3, the issue-4 bench, the pseq
+#      tests at 512 x 512 and the rule's, memcheck and racecheck (with and without the exclusion)
+#      over hang-check case 13, the SASS check.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
@@ -73,6 +79,30 @@ C)
     done
     room 100 bench && bench 95
     ;;
+D)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    lab_build gw_pseq_lib &
+    build
+    wait
+    for c in 0 3; do for st in 1 0; do timeout 30 "$T/gw_pseq_lib" $c $st; done; done | tee "$R/gw_pseq_lib.txt"
+    for e in 1 3; do
+        room 40 "parts $e" && FLASHCLIFFORD_FCGP_GW_PSEQ=$e FLASHCLIFFORD_FCGP_BWD_PDL=0 timeout 35 python3 \
+            benchmarks/fcgp_parts.py --kernels 2>&1 | grep -v -i warn >"$T/parts_$e.txt"
+        grep -E "^Cl.*(backward|bmm) |gw_pseq" "$T/parts_$e.txt" | sed "s/^/pseq=$e /"
+    done
+    room 100 bench && bench 95
+    room 150 tests && tests_in pseq "" tests/test_gpu_fcgp_sm90.py \
+        -k "gw_one_path and (512-512 or repeats) or gw_by_the_rule"
+    room 30 memcheck && { timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 python3 \
+        benchmarks/fcgp_hang_check.py --small 13 >"$T/mc.log" 2>&1; echo "memcheck case 13: rc $? $(grep -h "ERROR SUMMARY" "$T/mc.log")"; }
+    for x in "" "--kernel-name-exclude kns=gw_pseq_kernel"; do
+        room 30 "racecheck $x" || break
+        timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp $x \
+            python3 benchmarks/fcgp_hang_check.py --small 13 >"$T/rc.log" 2>&1
+        echo "racecheck case 13 ($x): rc $? $(grep -h "RACECHECK SUMMARY" "$T/rc.log")"
+    done
+    room 45 sass && { STAGES=sass timeout 45 bash tests/gpu_check.sh | tail -n 4; }
+    ;;
 *)
-    echo "usage: $0 B | C"; exit 2 ;;
+    echo "usage: $0 B | C | D"; exit 2 ;;
 esac
