@@ -16,7 +16,9 @@
 #      are one to three rounds and that costs less than rounds), every block starting with the
 #      others as in a round. The lab and the parts under 1 and 3, the issue-4 bench, the pseq
 #      tests at 512 x 512 and the rule's, memcheck and racecheck (with and without the exclusion)
-#      over hang-check case 13, the SASS check.
+#      over hang-check case 13, the SASS check (cut by its 45 s timeout).
+#   E: after D (Cl(3,0) tf32 forward+backward 1.48x three bmm; 48 tests passed): the same tree's
+#      SASS check and the backward tests.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
@@ -103,6 +105,13 @@ D)
     done
     room 45 sass && { STAGES=sass timeout 45 bash tests/gpu_check.sh | tail -n 4; }
     ;;
+E)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 120 sass && { STAGES=sass timeout 110 bash tests/gpu_check.sh | tail -n 8; }
+    room 100 "backward tests" && tests_in bwd "" tests/test_gpu_fcgp_sm90.py \
+        -k "backward and not mma.sync and not gw_one_path and not gw_by_the_rule"
+    ;;
 *)
-    echo "usage: $0 B | C | D"; exit 2 ;;
+    echo "usage: $0 B | C | D | E"; exit 2 ;;
 esac
