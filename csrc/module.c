@@ -304,10 +304,11 @@ static PyMethodDef module_methods[] = {
     {"_fcgp_sm90_gw_pseq", fcgp_sm90_gw_pseq, METH_VARARGS,
      "_fcgp_sm90_gw_pseq(mode=-1)\n--\n\n"
      "How the Hopper FCGP weight gradient is tiled: 0 by the rule (today as 1), 1 one path a tile of 128 x 256 "
-     "wherever N_in is a multiple of 128 and N_out of 256 (else path groups), its tiles whole to the least-loaded "
-     "block by their paths' costs where that beats rounds, 2 path groups everywhere, 3 as 1 always in rounds (initially "
-     "FLASHCLIFFORD_FCGP_GW_PSEQ's, else 0). The sums over the batch are split differently, so the bits differ between the settings (each "
-     "is deterministic). mode >= 0 sets it; returns the setting. Process-wide; for tests and measurements."},
+     "wherever N_in is a multiple of 128 and N_out of 256 (else path groups), its tiles whole to the "
+     "least-loaded block by their paths' costs where that beats rounds, 2 path groups everywhere, 3 as 1 "
+     "always in rounds (initially FLASHCLIFFORD_FCGP_GW_PSEQ's, else 0). The sums over the batch are split "
+     "differently, so the bits differ between the settings (each is deterministic). mode >= 0 sets it; "
+     "returns the setting. Process-wide; for tests and measurements."},
     {"_fcgp_sm90_bwd_pdl", fcgp_sm90_bwd_pdl, METH_VARARGS,
      "_fcgp_sm90_bwd_pdl(on=None)\n--\n\n"
      "Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch, so that its "

@@ -194,7 +194,7 @@ std::atomic<int> g_bwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_BWD_PDL: "0" plain stream 
 bool bwd_pdl() { return switch_state(g_bwd_pdl, "FLASHCLIFFORD_FCGP_BWD_PDL", 1); }
 void set_bwd_pdl(bool on) { g_bwd_pdl.store(on ? 1 : 0); }
 namespace {
-std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: 1 on where it fits, 2 off, 3 on in rounds; 0 by the rule */
+std::atomic<int> g_gw_pseq{-1}; /* FLASHCLIFFORD_FCGP_GW_PSEQ: 1 on where it fits, 2 off, 3 rounds; 0 the rule */
 }
 /* The weight gradient one path a tile of 128 x 256 (gw_pseq_kernel, fcgp_wgmma_gw_pseq.cuh) or by
  * path groups (gw_tma_kernel): 0 by the rule (use_pseq: today the same as 1), 1 one path a tile
@@ -301,7 +301,8 @@ bool use_pseq(const fc_args *a)
  * Hopper backward's algebras: ids 0 and 1, by D as in dispatch) */
 GwSched gw_sched(const fc_args *a, int mode, int64_t Bp)
 {
-    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps()), std::max(1, sm_count(a->device)));
+    const int sms = std::max(1, sm_count(a->device));
+    return make_gw_sched((int)gw_tiles(a), (int)cdiv(Bp, kSteps(mode) * gw_sub_steps()), sms);
 }
 PseqSched gw_pseq_sched(const fc_args *a, int mode, int64_t Bp)
 {
