@@ -7,6 +7,9 @@
 #   bench         the issue-4 bench (STAGES=bench_fcgp), its copy bandwidth and rows
 #   tests_in L E ARGS...  pytest -m gpu ARGS under the environment E (one word, or ""), its
 #                 verdict and first failures; the log in $R/pytest_L.log
+#   lab_build NAME  benchmarks/lab/NAME.cu -> $T/NAME (T=/tmp/labs), sm_90a, with line info
+#   ncu_src LABEL KERNEL CMD...  Nsight Compute on CMD's second launch of KERNEL: stall samples a
+#                 SASS instruction ($R/src_LABEL.txt) and the memory sections ($R/details_LABEL.txt)
 R=${OUT:-gpu_check_out}
 mkdir -p "$R"
 export OUT="$R"
@@ -27,4 +30,24 @@ tests_in() {
     env $e timeout $((END - SECONDS - 20)) python3 -m pytest -q -m gpu -p no:cacheprovider "$@" >"$R/pytest_$label.log" 2>&1
     echo "tests $label ($e): rc $? $(tail -n 1 "$R/pytest_$label.log")"
     grep -E "^FAILED|^E " "$R/pytest_$label.log" | head -n 8
+}
+T=/tmp/labs
+mkdir -p "$T"
+lab_build() {
+    nvcc -std=c++17 -O3 -lineinfo -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 "benchmarks/lab/$1.cu" \
+        -o "$T/$1" >"$T/$1_build.log" 2>&1 || { tail -n 20 "$T/$1_build.log"; return 1; }
+}
+ncu_src() {
+    local label=$1 k=$2
+    shift 2
+    ncu --kernel-name regex:"$k" --launch-skip 1 --launch-count 1 --section WarpStateStats --section SourceCounters \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+        -f -o "$T/src_$label" "$@" >"$T/ncu_$label.log" 2>&1 || { tail -n 5 "$T/ncu_$label.log"; return 1; }
+    ncu -i "$T/src_$label.ncu-rep" --page source --csv --print-source sass >"$T/src.csv" 2>&1
+    python3 benchmarks/ncu_source_summary.py "$T/src.csv" --top 45 >"$R/src_$label.txt" 2>&1
+    ncu -i "$T/src_$label.ncu-rep" --page details >"$R/details_$label.txt" 2>&1
+    echo "--- $label"
+    grep -E "Duration|DRAM Through|L2 Cache Through|L1/TEX Cache Through|L2 Hit|Mem Busy|Max Bandwidth|Warp Cycles|stall|Stall" \
+        "$R/details_$label.txt" | head -n 24
+    head -n "${SRC_LINES:-70}" "$R/src_$label.txt"
 }

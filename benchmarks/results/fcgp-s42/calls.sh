@@ -37,27 +37,7 @@
 #      was taken out of tma_ring.cuh after this call: no change in what racecheck reported).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
-T=/tmp/labs
-mkdir -p "$T"
-lab_build() { # lab_build NAME: benchmarks/lab/NAME.cu -> $T/NAME, with line info
-    nvcc -std=c++17 -O3 -lineinfo -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 "benchmarks/lab/$1.cu" \
-        -o "$T/$1" >"$T/$1_build.log" 2>&1 || { tail -n 20 "$T/$1_build.log"; return 1; }
-}
-ncu_src() { # ncu_src LABEL KERNEL BINARY ARGS...: the second launch's stall samples a SASS instruction
-    local label=$1 k=$2
-    shift 2
-    ncu --kernel-name regex:"$k" --launch-skip 1 --launch-count 1 --section WarpStateStats --section SourceCounters \
-        --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
-        -f -o "$T/src_$label" "$@" >"$T/ncu_$label.log" 2>&1 || { tail -n 5 "$T/ncu_$label.log"; return 1; }
-    ncu -i "$T/src_$label.ncu-rep" --page source --csv --print-source sass >"$T/src.csv" 2>&1
-    python3 benchmarks/ncu_source_summary.py "$T/src.csv" --top 45 >"$R/src_$label.txt" 2>&1
-    ncu -i "$T/src_$label.ncu-rep" --page details >"$R/details_$label.txt" 2>&1
-    echo "--- $label"
-    grep -E "Duration|DRAM Through|L2 Cache Through|L1/TEX Cache Through|L2 Hit|Mem Busy|Max Bandwidth|Warp Cycles|stall|Stall" \
-        "$R/details_$label.txt" | head -n 24
-    head -n "${SRC_LINES:-70}" "$R/src_$label.txt"
-}
+. benchmarks/results/call_lib.sh # R, END, T, room, build, bench, tests_in, lab_build, ncu_src (moved there in session 43)
 case "${1:-}" in
 T)
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader

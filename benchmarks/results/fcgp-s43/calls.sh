@@ -21,26 +21,27 @@
 #      SASS check and the backward tests.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. benchmarks/results/call_lib.sh # R, END, room, build, bench, tests_in
-T=/tmp/labs
-mkdir -p "$T"
-lab_build() { # lab_build NAME: benchmarks/lab/NAME.cu -> $T/NAME, with line info
-    nvcc -std=c++17 -O3 -lineinfo -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 "benchmarks/lab/$1.cu" \
-        -o "$T/$1" >"$T/$1_build.log" 2>&1 || { tail -n 20 "$T/$1_build.log"; return 1; }
+. benchmarks/results/call_lib.sh # R, END, T, room, build, bench, tests_in, lab_build, ncu_src
+pseq_ab() { # pseq_ab PATTERN: build, gw_pseq_lib's cases 0 and 3 under both schedules, the parts
+    # (chain off) under settings 1 and 3, their lines matching PATTERN
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    lab_build gw_pseq_lib &
+    build
+    wait
+    for c in 0 3; do for st in 1 0; do timeout 30 "$T/gw_pseq_lib" $c $st; done; done | tee "$R/gw_pseq_lib.txt"
+    for e in 1 3; do
+        room 40 "parts $e" && FLASHCLIFFORD_FCGP_GW_PSEQ=$e FLASHCLIFFORD_FCGP_BWD_PDL=0 timeout 35 python3 \
+            benchmarks/fcgp_parts.py --kernels 2>&1 | grep -v -i warn >"$T/parts_$e.txt"
+        grep -E "^Cl.*(backward|bmm) |$1" "$T/parts_$e.txt" | sed "s/^/pseq=$e /"
+    done
 }
-ncu_src() { # ncu_src LABEL KERNEL ARGS...: the second launch's stall samples a SASS instruction
-    local label=$1 k=$2
-    shift 2
-    ncu --kernel-name regex:"$k" --launch-skip 1 --launch-count 1 --section WarpStateStats --section SourceCounters \
-        --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
-        -f -o "$T/src_$label" "$@" >"$T/ncu_$label.log" 2>&1 || { tail -n 5 "$T/ncu_$label.log"; return 1; }
-    ncu -i "$T/src_$label.ncu-rep" --page source --csv --print-source sass >"$T/src.csv" 2>&1
-    python3 benchmarks/ncu_source_summary.py "$T/src.csv" --top 45 >"$R/src_$label.txt" 2>&1
-    ncu -i "$T/src_$label.ncu-rep" --page details >"$R/details_$label.txt" 2>&1
-    echo "--- $label"
-    grep -E "Duration|DRAM Through|L2 Cache Through|L1/TEX Cache Through|L2 Hit|Mem Busy|Max Bandwidth|Warp Cycles|stall|Stall" \
-        "$R/details_$label.txt" | head -n 24
-    head -n "${SRC_LINES:-40}" "$R/src_$label.txt"
+race13() { # race13 S: racecheck over hang-check case 13, with gw_pseq_kernel in and left out, S s each
+    for x in "" "--kernel-name-exclude kns=gw_pseq_kernel"; do
+        room "$1" "racecheck $x" || break
+        timeout "$1" compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp $x \
+            python3 benchmarks/fcgp_hang_check.py --small 13 >"$T/rc.log" 2>&1
+        echo "racecheck case 13 ($x): rc $? $(grep -h "RACECHECK SUMMARY" "$T/rc.log")"
+    done
 }
 case "${1:-}" in
 B)
@@ -57,52 +58,24 @@ B)
     SRC_LINES=30 room 100 "ncu gw 2" && SRC_LINES=30 ncu_src gw2 gw_pseq_kernel python3 benchmarks/fcgp_parts.py --once --cells 2,bfloat16,4096,512
     ;;
 C)
-    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-    lab_build gw_pseq_lib &
-    build
-    wait
-    for c in 0 3; do for st in 1 0; do timeout 30 "$T/gw_pseq_lib" $c $st; done; done | tee "$R/gw_pseq_lib.txt"
-    for e in 1 3; do
-        room 40 "parts $e" && FLASHCLIFFORD_FCGP_GW_PSEQ=$e FLASHCLIFFORD_FCGP_BWD_PDL=0 timeout 35 python3 \
-            benchmarks/fcgp_parts.py --kernels 2>&1 | grep -v -i warn >"$T/parts_$e.txt"
-        grep -E "^Cl.*(backward|bmm) |gw_|gz_" "$T/parts_$e.txt" | sed "s/^/pseq=$e /"
-    done
+    pseq_ab "gw_|gz_"
     room 200 tests && tests_in pseq "" tests/test_gpu_fcgp_sm90.py -k "gw_one_path or gw_by_the_rule"
     room 60 memcheck && for i in 12 13; do
         timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 python3 benchmarks/fcgp_hang_check.py --small $i \
             >"$T/memcheck_case$i.log" 2>&1
         echo "memcheck case $i: rc $? $(grep -h "ERROR SUMMARY" "$T/memcheck_case$i.log")"
     done
-    for x in "" "--kernel-name-exclude kns=gw_pseq_kernel"; do
-        room 40 "racecheck $x" || break
-        timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp $x \
-            python3 benchmarks/fcgp_hang_check.py --small 13 >"$T/rc.log" 2>&1
-        echo "racecheck case 13 ($x): rc $? $(grep -h "RACECHECK SUMMARY" "$T/rc.log")"
-    done
+    race13 40
     room 100 bench && bench 95
     ;;
 D)
-    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-    lab_build gw_pseq_lib &
-    build
-    wait
-    for c in 0 3; do for st in 1 0; do timeout 30 "$T/gw_pseq_lib" $c $st; done; done | tee "$R/gw_pseq_lib.txt"
-    for e in 1 3; do
-        room 40 "parts $e" && FLASHCLIFFORD_FCGP_GW_PSEQ=$e FLASHCLIFFORD_FCGP_BWD_PDL=0 timeout 35 python3 \
-            benchmarks/fcgp_parts.py --kernels 2>&1 | grep -v -i warn >"$T/parts_$e.txt"
-        grep -E "^Cl.*(backward|bmm) |gw_pseq" "$T/parts_$e.txt" | sed "s/^/pseq=$e /"
-    done
+    pseq_ab gw_pseq
     room 100 bench && bench 95
     room 150 tests && tests_in pseq "" tests/test_gpu_fcgp_sm90.py \
         -k "gw_one_path and (512-512 or repeats) or gw_by_the_rule"
     room 30 memcheck && { timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 python3 \
         benchmarks/fcgp_hang_check.py --small 13 >"$T/mc.log" 2>&1; echo "memcheck case 13: rc $? $(grep -h "ERROR SUMMARY" "$T/mc.log")"; }
-    for x in "" "--kernel-name-exclude kns=gw_pseq_kernel"; do
-        room 30 "racecheck $x" || break
-        timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=gp $x \
-            python3 benchmarks/fcgp_hang_check.py --small 13 >"$T/rc.log" 2>&1
-        echo "racecheck case 13 ($x): rc $? $(grep -h "RACECHECK SUMMARY" "$T/rc.log")"
-    done
+    race13 30
     room 45 sass && { STAGES=sass timeout 45 bash tests/gpu_check.sh | tail -n 4; }
     ;;
 E)
