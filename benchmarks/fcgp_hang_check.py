@@ -32,8 +32,8 @@ PSEQ_CASES = range(len(SMALL), len(SMALL) + 4)
 SMALL += [(n, dt, prec, 70, 128, 256)
           for n in (2, 3)
           for dt, prec in ((torch.float32, "tf32"), (torch.bfloat16, "highest"))]
-# 12-13: the same kernel at 512 x 512 (66 steps; on 132 SMs Cl(2,0)'s 80 units in rounds and
-# segments, Cl(3,0)'s 160 whole, each to the least-loaded block: fcgp_gw_sched.h, PseqSched)
+# 12-13: the same kernel at 512 x 512 (66 steps; on 132 SMs Cl(2,0)'s 80 units in one round of
+# weighted segments, Cl(3,0)'s 160 whole, each to the least-loaded block: fcgp_gw_sched.h, PseqSched)
 SMALL += [(n, torch.bfloat16, "highest", 1043, 512, 512) for n in (2, 3)]
 
 

@@ -51,9 +51,9 @@ FCGP_CHUNKED_SHAPES = [(2048, 64, 40), (2085, 72, 24)]
 # blocks handing their sums over through flags (fcgp_gw_sched.h), in one or two rounds
 FCGP_SCHED_SHAPES = [(200, 512, 528)]
 # the weight gradient one path a tile (gw_pseq_kernel: N_in a multiple of 128, N_out of 256), its
-# units in rounds and segments (B 70 at 128 x 256: 5 steps; Cl(2,0) at 512 x 512) and whole, each to
-# the least-loaded block (Cl(3,0) at 512 x 512, B 1043: 160 units of 66 steps on 132 SMs;
-# fcgp_gw_sched.h, PseqSched)
+# units in rounds and segments (B 70 at 128 x 256: 5 steps), in one round of weighted segments
+# (Cl(2,0) at 512 x 512, B 1043: 80 units of 66 steps on 132 SMs) and whole, each to the
+# least-loaded block (Cl(3,0) there: 160 units; fcgp_gw_sched.h, PseqSched)
 FCGP_PSEQ_SHAPES = [(70, 128, 256), (1043, 512, 512)]
 # the norm statistics and go^T's transpose in one pass (go_rows, _C._fcgp_sm90_bwd_go_fused(1);
 # by default only Cl(3,0) with float32 data takes it), then as two passes (2) in slices of 32 rows

@@ -1,12 +1,13 @@
-/* gw_sched_check.cu — the one-path weight gradient's schedules (fcgp_gw_sched.h: PseqSched, whole
- * units to the least-loaded block, or make_gw_sched's rounds) checked on the host over a sweep of
- * shapes, algebras and SM counts: every step of every unit taken by exactly one block; in rounds,
- * each segment before a tile's last putting into its own slot and the last reading back exactly
- * the tile's other segments, each from a block of lower index in the same round (so no wait can
- * close a cycle, and each tile is summed once, in a fixed order); whole units with no slots, every
- * block starting on one of the heaviest units (as a round starts together); steps(b) the ring's
- * length; whole units chosen only where they cost less (pseq_load). Prints the issue-4 shapes'
- * schedules. Built and run by tests/test_lab_builds.py (host code only: no GPU).
+/* gw_sched_check.cu — the one-path weight gradient's schedules (fcgp_gw_sched.h: PseqSched's lists,
+ * whole units to the least-loaded block or one round of weighted segments, and make_gw_sched's
+ * rounds) checked on the host over a sweep of shapes, algebras and SM counts: every step of every
+ * unit taken by exactly one block; each segment before a unit's last putting into a slot of its
+ * unit's and the last reading back exactly the unit's other segments, each from a block of lower
+ * index whose piece there puts without waiting (its one piece, or in rounds the same round), so
+ * no wait can close a cycle and each unit is summed once in a fixed order; whole units with every
+ * block starting on one of the heaviest (as a round starts together); no more blocks than SMs;
+ * steps(b) the ring's length; the lists chosen only where they cost less (pseq_load). Prints the
+ * issue-4 shapes' schedules. Built and run by tests/test_lab_builds.py (host code only: no GPU).
  *   nvcc -std=c++17 -Icsrc tests/gw_sched_check.cu -o gw_sched_check && ./gw_sched_check
  */
 #include <algorithm>
@@ -35,52 +36,58 @@ template <int ID> int check(int upp, int kb, int sms, bool show)
             printf("FAIL Cl(%d,0) upp %d kb %d sms %d: %s (block %d)\n", AlgebraTraits<ID>::n, upp, kb, sms, what, b);
     };
     if (r.lpt || (s.lpt && ls >= lr))
-        fail("whole units kept where they cost no less than the rounds, or under setting 3", -1);
+        fail("lists kept where they cost no less than the rounds, or under setting 3", -1);
     for (const PseqSched *q : {&s, &r}) {
         const PseqSched &x = *q;
-        if (x.lpt && (x.grid > kPseqMaxGrid || units > kPseqMaxList || x.slots() != 0))
-            fail("more blocks or units than the lists hold, or slots with whole units", x.grid);
+        if (x.lpt && (x.grid > kPseqMaxGrid || x.grid > sms || units > kPseqMaxList))
+            fail("more blocks than the SMs or the lists hold", x.grid);
         std::vector<int> cover((size_t)units * kb, 0);
-        int heavy = 0; /* the grid-th heaviest step cost: every block's first unit at least that */
         std::vector<int> costs;
         for (int u = 0; u < units; ++u)
             costs.push_back(w[u / upp]);
         std::sort(costs.begin(), costs.end(), [](int a, int b) { return a > b; });
-        heavy = costs[std::min(x.grid, units) - 1];
+        const int heavy = costs[std::min(x.grid, units) - 1]; /* the grid-th heaviest step cost */
+        bool whole = true;
+        for (int b = 0; b < x.grid; ++b) {
+            GwUnit u;
+            for (int j = x.begin(b); x.at(b, j, u); ++j)
+                whole = whole && (u.tile < 0 || (u.k0 == 0 && u.k1 == kb));
+        }
         for (int b = 0; b < x.grid; ++b) {
             GwUnit u;
             int n = 0, steps = 0;
             for (int j = x.begin(b); x.at(b, j, u); ++j) {
                 if (u.tile < 0)
                     continue;
-                if (u.tile >= units || u.k0 < 0 || u.k1 > kb || u.k0 >= u.k1)
+                if (u.tile >= units || u.k0 < 0 || u.k1 > kb || u.k0 >= u.k1) {
                     fail("a piece out of range or empty", b);
-                else
-                    for (int k = u.k0; k < u.k1; ++k)
-                        cover[(size_t)u.tile * kb + k]++;
-                if (x.lpt && (u.k0 != 0 || u.k1 != kb || u.put >= 0 || u.nget > 0))
-                    fail("a unit not whole, or handed over, in the whole-unit schedule", b);
-                if (x.lpt && n == 0 && w[u.tile / upp] < heavy)
-                    fail("a block not starting on one of the heaviest units", b);
-                if (!x.lpt && u.nget > 0) { /* the last segment: the tile's others in lower blocks */
+                    continue;
+                }
+                for (int k = u.k0; k < u.k1; ++k)
+                    cover[(size_t)u.tile * kb + k]++;
+                if (x.lpt && whole && n == 0 && w[u.tile / upp] < heavy)
+                    fail("whole units, a block not starting on one of the heaviest", b);
+                if (x.lpt && (u.put >= 0 || u.nget > 0) && (x.first[b + 1] - x.first[b] != 1 || u.put >= x.slots()))
+                    fail("a segment not its block's one piece, or its slot past the slots", b);
+                if (u.nget > 0) { /* the last segment: the unit's others, each putting without waiting */
                     int held = u.k1 - u.k0;
                     for (int o = 0; o < b; ++o) {
                         GwUnit v;
                         for (int jj = x.begin(o); x.at(o, jj, v); ++jj)
                             if (v.tile == u.tile && v.put >= 0) {
-                                if (v.put < u.get || v.put >= u.get + u.nget || jj != j)
-                                    fail("a segment's slot outside its tile's, or in another round", o);
+                                if (v.put < u.get || v.put >= u.get + u.nget || (!x.lpt && jj != j))
+                                    fail("a segment's slot outside its unit's, or in another round", o);
                                 held += v.k1 - v.k0;
                             }
                     }
                     if (held != kb)
-                        fail("a tile's last segment not reading back the rest of the tile", b);
+                        fail("a unit's last segment not reading back the rest of the unit", b);
                 }
                 steps += u.k1 - u.k0;
                 ++n;
             }
             if (x.lpt && n == 0)
-                fail("a block without units", b);
+                fail("a block without pieces", b);
             if (steps != x.steps(b))
                 fail("steps(b) not the pieces' steps", b);
         }
@@ -90,9 +97,11 @@ template <int ID> int check(int upp, int kb, int sms, bool show)
                 break;
             }
     }
-    if (show)
+    if (show) {
+        const char *form = !s.lpt ? "rounds" : s.slots() ? "one round of weighted segments" : "whole units";
         printf("Cl(%d,0) %3d units of %3d steps on %3d SMs: %s on %3d blocks, load %6lld (rounds: %3d blocks, %6lld)\n",
-               AlgebraTraits<ID>::n, units, kb, sms, s.lpt ? "whole units" : "rounds", s.grid, ls, r.grid, lr);
+               AlgebraTraits<ID>::n, units, kb, sms, form, s.grid, ls, r.grid, lr);
+    }
     return bad;
 }
 

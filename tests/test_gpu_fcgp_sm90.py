@@ -500,12 +500,13 @@ def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
 # multiple of 128 and N_out of 256; elsewhere, and under setting 2, the path-group kernel
 # (test_backward_gw_by_the_rule). Units (path, row block, column block) in rounds of whole units
 # and in batch segments summed in a fixed order through slots, the segment count weighing a slot's
-# read-back; or, where the units are one to three rounds and that costs less by their paths' step
-# costs, whole, heaviest first, each to the least-loaded block (fcgp_gw_sched.h, PseqSched; not
-# under setting 3). On 132 SMs: B 70 (5 steps): Cl(2,0) rounds, Cl(3,0) whole units at 512 x 512;
-# B 2085 (two batch chunks of ~66 steps, the second adding the first's fp32 sum, gW's operands in
-# the workspace): at 128 x 256 10 and 20 units, all in segments; at 512 x 512 Cl(2,0)'s 80 units in
-# segments, Cl(3,0)'s 160 whole. Every gradient against the float64 einsum under each setting, and
+# read-back; or, where it costs less by their paths' step costs (fcgp_gw_sched.h, PseqSched; not
+# under setting 3), one to three rounds' worth whole, heaviest first, each to the least-loaded
+# block, or fewer units than blocks in one round, each cut into as many segments as its cost asks.
+# On 132 SMs: B 70 (5 steps): Cl(2,0) rounds, Cl(3,0) whole units at 512 x 512; B 2085 (two batch
+# chunks of ~66 steps, the second adding the first's fp32 sum, gW's operands in the workspace): at
+# 128 x 256 10 and 20 units in rounds of segments; at 512 x 512 Cl(2,0)'s 80 units in one round of
+# weighted segments, Cl(3,0)'s 160 whole. Every gradient against the float64 einsum under each setting, and
 # bitwise from run to run under 1. The settings split the batch sums differently, so their bits
 # differ.
 PSEQ_SHAPES = [
@@ -542,7 +543,7 @@ def test_backward_gw_one_path_a_tile_repeats(pseq_on, alg, mode):
     # B 2048: two chunks of whole blocks, so gW's operands lie in grad_x, grad_y's rows when those
     # are 16-byte aligned, in the workspace when 4 bytes off: the same kernels on the same values,
     # so the same bits; and the torch op's gradients bitwise the same from run to run (at 512 x
-    # 512 Cl(2,0) in rounds and segments, Cl(3,0) in whole units)
+    # 512 Cl(2,0) in one round of weighted segments, Cl(3,0) in whole units)
     B, n_in, n_out = 2048, 512, 512
     x, y, w, g, precision, prec, out, norms, s = _normalized_forward(alg, B, n_in, n_out, mode,
                                                                      f"pseq-repeat/{alg.name}/{mode}")

@@ -97,24 +97,43 @@ inline GwSched make_gw_sched(int tiles, int kb, int sms, int hand = 0)
 /* The one-path gW's schedule (gw_pseq_kernel). Its units differ in cost by path (a step of
  * Cl(3,0)'s costliest path brings 48 KB and runs three wgmmas, of its lightest 16 KB and one),
  * while the rounds above count units alike: at N 512 Cl(3,0)'s 160 units went 132 in a round,
- * the blocks of its one-pair units idle for most of it, and the other 28 in segments after it.
- * Where the units number between one and kPseqMaxList / sms rounds, they may instead go out
- * whole, heaviest first, each to the block with the least cost so far (w: a step's cost by path,
- * fcgp_wgmma_gw_pseq.cuh), block b taking list[first[b] .. first[b + 1]) in that order: every
- * block starts its heaviest unit at step 0 with the others, as in a round, so the operand tiles
- * they share come from L2 once (a stream of weighted steps, each block a run starting mid-unit,
- * balanced better on paper but read the whole chunk's operands at once and ran Cl(3,0) 24-52%
- * slower: NOTES_FCGP.md session 43). No unit is split, so no slots and no waits. `lpt` false:
- * the rounds. The lists travel in the launch's parameters. */
+ * the blocks of its one-pair units idle for most of it, and the other 28 in segments after it;
+ * Cl(2,0)'s 80 cut alike into three segments in two rounds. So the units may instead go out by
+ * cost (w: a step's cost by path, fcgp_wgmma_gw_pseq.cuh), in lists: block b takes the pieces
+ * list[first[b] .. first[b + 1]) in that order, a piece being unit list[j]'s segment seg[j] & 15
+ * of seg[j] >> 4 (equal runs of steps, on consecutive blocks: segment i of a unit whose first
+ * segment lies on block b0 puts its sum in slot b0 + i, the last reads back the others). Two
+ * forms: where the units are at least the blocks (and fit the lists), whole units, heaviest
+ * first, each to the block with the least cost so far; where they are fewer, one round, each
+ * unit cut into as many segments as bring its cost down most, the costliest first, one piece a
+ * block. Either way every block starts at step 0 of its first piece with the others, as a round
+ * does, so the operand tiles they share come from L2 once (a stream of weighted steps, each block
+ * a run starting mid-unit, balanced better on paper but read the whole chunk's operands at once
+ * and ran Cl(3,0) 24-52% slower: NOTES_FCGP.md session 43), and a segment's wait is on blocks of
+ * lower index whose one piece puts without waiting. `lpt` false: the rounds. The lists travel in
+ * the launch's parameters. */
 constexpr int kPseqMaxGrid = 160, kPseqMaxList = 400;
 
 struct PseqSched {
     bool lpt;
-    int grid, kb;
+    int grid, kb, nslots; /* nslots: the lists' (a slot a block where units are cut, else none) */
     GwSched rounds;
     unsigned short first[kPseqMaxGrid + 1];
     unsigned short list[kPseqMaxList];
+    unsigned char seg[kPseqMaxList];
 
+    /* list entry j on block b as a piece */
+    __host__ __device__ GwUnit piece(int b, int j) const
+    {
+        const int i = seg[j] & 15, n = seg[j] >> 4, len = (kb + n - 1) / n;
+        const int k0 = i * len, k1 = k0 + len < kb ? k0 + len : kb;
+        GwUnit u{list[j], k0, k1, -1, 0, 0};
+        if (i < n - 1)
+            u.put = b;
+        else if (n > 1)
+            u.get = b - i, u.nget = n - 1;
+        return u;
+    }
     /* where block b's pieces begin (then j + 1, ...) */
     __host__ __device__ int begin(int b) const { return lpt ? first[b] : 0; }
     /* Block b's piece at j: false past its last; a piece with tile < 0 is empty (skip it). */
@@ -123,7 +142,7 @@ struct PseqSched {
         if (lpt) {
             if (j >= first[b + 1])
                 return false;
-            u = GwUnit{list[j], 0, kb, -1, 0, 0};
+            u = piece(b, j);
             return true;
         }
         if (j >= rounds.units())
@@ -137,7 +156,7 @@ struct PseqSched {
     {
         if (lpt) {
             for (int j = first[b]; j < first[b + 1]; ++j)
-                f(GwUnit{list[j], 0, kb, -1, 0, 0});
+                f(piece(b, j));
         } else {
             for (int j = 0; j < rounds.units(); ++j)
                 f(rounds.unit(b, j));
@@ -152,7 +171,7 @@ struct PseqSched {
             n += u.tile >= 0 ? u.k1 - u.k0 : 0;
         return n;
     }
-    int slots() const { return lpt ? 0 : rounds.slots(); }
+    int slots() const { return lpt ? nslots : rounds.slots(); }
 };
 
 /* A schedule's cost in the units of w (path by unit order index, upp units a path): the most any
@@ -173,45 +192,74 @@ inline long long pseq_load(const PseqSched &s, const int *w, int upp, int hand)
 
 /* The schedule of np paths' units (upp a path, kb steps each; w: a step's cost by path in unit
  * order) on at most sms blocks: the rounds of make_gw_sched (hand_steps: a slot's read in steps),
- * or, with lpt, whole units heaviest first to the least-loaded block, where the units are at least
- * the blocks, fit the lists, and that costs less (pseq_load; hand: a slot's write or read in the
- * units of w). */
+ * or, with lpt, the lists (PseqSched) where they fit and cost less (pseq_load; hand: a slot's
+ * write or read in the units of w). */
 inline PseqSched make_pseq_sched(const int *w, int np, int upp, int kb, int sms, int hand, int hand_steps, bool lpt)
 {
     PseqSched s{};
     s.kb = kb < 1 ? 1 : kb;
     s.rounds = make_gw_sched(np * upp, s.kb, sms, hand_steps);
     s.grid = s.rounds.grid;
-    const int units = np * upp, grid = sms < kPseqMaxGrid ? sms : kPseqMaxGrid;
-    if (!lpt || units < grid || units > kPseqMaxList)
+    const int units = np * upp, most = sms < kPseqMaxGrid ? sms : kPseqMaxGrid;
+    if (!lpt || units > kPseqMaxList || units < 1)
         return s;
     PseqSched t{};
-    t.lpt = true, t.kb = s.kb, t.grid = grid;
-    /* units by cost, heaviest first (stable: unit order within a cost), each to the least-loaded
-     * block (the lowest index among equals), in the order taken */
-    int order[kPseqMaxList], block[kPseqMaxList], count[kPseqMaxGrid] = {};
-    long long load[kPseqMaxGrid] = {};
-    for (int u = 0; u < units; ++u)
-        order[u] = u;
-    for (int a = 1; a < units; ++a) /* insertion sort: a few hundred units */
-        for (int b = a; b > 0 && w[order[b] / upp] > w[order[b - 1] / upp]; --b) {
-            const int x = order[b];
-            order[b] = order[b - 1], order[b - 1] = x;
+    t.lpt = true, t.kb = s.kb;
+    auto cost = [&](int u) { return (long long)w[u / upp]; };
+    if (units >= most) {
+        /* whole units by cost, heaviest first (stable: unit order within a cost), each to the
+         * least-loaded block (the lowest index among equals), in the order taken */
+        int order[kPseqMaxList], block[kPseqMaxList], count[kPseqMaxGrid] = {}, at[kPseqMaxGrid];
+        long long load[kPseqMaxGrid] = {};
+        for (int u = 0; u < units; ++u)
+            order[u] = u;
+        for (int a = 1; a < units; ++a) /* insertion sort: a few hundred units */
+            for (int b = a; b > 0 && cost(order[b]) > cost(order[b - 1]); --b) {
+                const int x = order[b];
+                order[b] = order[b - 1], order[b - 1] = x;
+            }
+        t.grid = most;
+        for (int a = 0; a < units; ++a) {
+            int least = 0;
+            for (int b = 1; b < most; ++b)
+                least = load[b] < load[least] ? b : least;
+            load[least] += s.kb * cost(order[a]);
+            block[a] = least, ++count[least];
         }
-    for (int a = 0; a < units; ++a) {
-        int least = 0;
-        for (int b = 1; b < grid; ++b)
-            least = load[b] < load[least] ? b : least;
-        load[least] += (long long)s.kb * w[order[a] / upp];
-        block[a] = least, ++count[least];
+        for (int b = 0; b < most; ++b)
+            t.first[b + 1] = (unsigned short)(t.first[b] + count[b]), at[b] = t.first[b];
+        for (int a = 0; a < units; ++a) {
+            t.list[at[block[a]]] = (unsigned short)order[a];
+            t.seg[at[block[a]]++] = 1 << 4;
+        }
+    } else {
+        /* one round: each unit n segments (1 to 8, none empty), the costliest unit's n raised while
+         * blocks remain and that lowers its cost (its longest segment's steps, and hand a slot
+         * written or read back: the last segment reads n - 1) */
+        int n[kPseqMaxList], used = units;
+        auto seg_cost = [&](int u, int k) {
+            const long long len = (s.kb + k - 1) / k;
+            return len * cost(u) + (k > 1 ? (long long)hand * (k - 1) : 0);
+        };
+        for (int u = 0; u < units; ++u)
+            n[u] = 1;
+        while (used < most) {
+            int top = 0;
+            for (int u = 1; u < units; ++u)
+                top = seg_cost(u, n[u]) > seg_cost(top, n[top]) ? u : top;
+            const int k = n[top] + 1;
+            if (k > 8 || (long long)(s.kb + k - 1) / k * (k - 1) >= s.kb || seg_cost(top, k) >= seg_cost(top, n[top]))
+                break;
+            n[top] = k, ++used;
+        }
+        t.grid = t.nslots = used;
+        for (int u = 0, b = 0; u < units; ++u)
+            for (int i = 0; i < n[u]; ++i, ++b) {
+                t.first[b + 1] = (unsigned short)(b + 1);
+                t.list[b] = (unsigned short)u;
+                t.seg[b] = (unsigned char)(i | n[u] << 4);
+            }
     }
-    for (int b = 0; b < grid; ++b)
-        t.first[b + 1] = (unsigned short)(t.first[b] + count[b]);
-    int at[kPseqMaxGrid];
-    for (int b = 0; b < grid; ++b)
-        at[b] = t.first[b];
-    for (int a = 0; a < units; ++a)
-        t.list[at[block[a]]++] = (unsigned short)order[a];
     return pseq_load(t, w, upp, hand) < pseq_load(s, w, upp, hand) ? t : s;
 }
 

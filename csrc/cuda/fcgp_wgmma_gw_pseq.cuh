@@ -19,8 +19,9 @@
  * Units (path, 128-row block, 256-column block), the paths with the most pairs first, are shared
  * out as gw_tma_kernel's tiles are (fcgp_gw_sched.h): whole units in rounds, the rest in batch
  * segments summed in a fixed order through slots, so results are deterministic and written once;
- * or, where the units are one to three rounds and that costs less by their paths' step costs,
- * whole, heaviest first, each to the least-loaded block (PseqSched; not under the setting 3).
+ * or, where that costs less by their paths' step costs (PseqSched; not under the setting 3): one
+ * to three rounds' worth of units whole, heaviest first, each to the least-loaded block, and
+ * fewer units than blocks in one round, each cut into as many segments as its cost asks.
  * Where N_in is not a multiple of 128 or N_out of 256 the backward keeps gw_tma_kernel (the tiles
  * here read whole blocks). The backward's chunks add the earlier chunks' fp32 sum as there.
  */
@@ -91,8 +92,8 @@ template <int ID> constexpr int pseq_step_cost(int p)
 constexpr int kPseqHand = 96;
 
 /* The schedule of a chunk: upp units a path (row blocks x column blocks), kb steps each, on at
- * most sms blocks; lpt: whole units by cost to the least-loaded block where that is cheaper, else
- * in rounds of units (a slot's read-back four steps, as measured in session 41). Each thread keeps
+ * most sms blocks; lpt: the lists by cost (whole units, or one round of weighted segments) where
+ * that is cheaper, else in rounds of units (a slot's read-back four steps, as measured in session 41). Each thread keeps
  * its last two answers: a training loop asks the same questions at every call (the workspace's
  * size, then each chunk's launch), and the answer weighs every unit on every block. */
 template <int ID> inline PseqSched pseq_sched(int upp, int kb, int sms, bool lpt)

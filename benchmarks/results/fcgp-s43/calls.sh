@@ -19,6 +19,10 @@
 #      over hang-check case 13, the SASS check (cut by its 45 s timeout).
 #   E: after D (Cl(3,0) tf32 forward+backward 1.48x three bmm; 48 tests passed): the same tree's
 #      SASS check and the backward tests.
+#   F: after E: Cl(2,0)'s 80 units (fewer than the SMs) in one round of weighted segments (each
+#      unit cut into as many segments as its cost asks). The lab's Cl(2,0) case under both
+#      schedules, the Cl(2,0) parts under settings 1 and 3, the pseq tests at 512 x 512 and their
+#      repeats, the Cl(2,0) bench rows (the device time left: ~350 s).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, build, bench, tests_in, lab_build, ncu_src
@@ -85,6 +89,23 @@ E)
     room 100 "backward tests" && tests_in bwd "" tests/test_gpu_fcgp_sm90.py \
         -k "backward and not mma.sync and not gw_one_path and not gw_by_the_rule"
     ;;
+F)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    lab_build gw_pseq_lib &
+    build
+    wait
+    for st in 1 0; do timeout 30 "$T/gw_pseq_lib" 3 $st; done | tee "$R/gw_pseq_lib.txt"
+    for e in 1 3; do
+        room 30 "parts $e" && FLASHCLIFFORD_FCGP_GW_PSEQ=$e FLASHCLIFFORD_FCGP_BWD_PDL=0 timeout 25 python3 \
+            benchmarks/fcgp_parts.py --kernels --cells 2,bfloat16,4096,512 2,float32,4096,512 2>&1 | grep -v -i warn \
+            >"$T/parts_$e.txt"
+        grep -E "^Cl.*(backward|bmm) |gw_pseq" "$T/parts_$e.txt" | sed "s/^/pseq=$e /"
+    done
+    room 100 tests && tests_in pseq "" tests/test_gpu_fcgp_sm90.py -k "gw_one_path and (512-512 or repeats)"
+    room 45 bench && { timeout 45 python3 -m flashclifford.bench --op fcgp -a 2 --dtype float32 bfloat16 --precision tf32 \
+        -B 4096 -N 512 --baselines compiled --compile dynamic --reps 30 --warmup 2 --max-seconds 0.3 --no-host-baselines \
+        --out "$T/bench" --no-progress 2>&1 | tee "$T/bench.log" | grep -E "copy bandwidth|^fcgp"; }
+    ;;
 *)
-    echo "usage: $0 B | C | D | E"; exit 2 ;;
+    echo "usage: $0 B | C | D | E | F"; exit 2 ;;
 esac
