@@ -90,7 +90,8 @@ template <int ID> void run(int sms, int Ni, int No, int paths = 0)
     if (!g_once)
         printf("gw_pseq_kernel Cl(%d,0) bf16  N_in %4d N_out %4d, %2d paths: %3d units, grid %3d, %s: %7.1f us  "
                "%6.1f TF/s\n",
-               tb.n, Ni, No, np, units, sch.grid, sch.lpt ? "whole units" : "rounds", best * 1e3, flops / best / 1e9);
+               tb.n, Ni, No, np, units, sch.grid, !sch.lpt ? "rounds" : sch.slots() ? "weighted segments" : "whole units",
+               best * 1e3, flops / best / 1e9);
     CK(cudaFree(xg));
     CK(cudaFree(yg));
     CK(cudaFree(go));
