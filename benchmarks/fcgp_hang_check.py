@@ -28,13 +28,14 @@ SMALL = [(n, dt, prec, B, ni, no)
          for B, ni, no in ((70, 64, 96), (2085, 72, 24))]
 # 8-11: gW one path a tile (gw_pseq_kernel, forced unless FLASHCLIFFORD_FCGP_GW_PSEQ is set: N_in a
 # multiple of 128, N_out of 256, fewer units than SMs, where the rule would take the path-group kernel)
-PSEQ_CASES = range(len(SMALL), len(SMALL) + 4)
+PSEQ_START = len(SMALL)
 SMALL += [(n, dt, prec, 70, 128, 256)
           for n in (2, 3)
           for dt, prec in ((torch.float32, "tf32"), (torch.bfloat16, "highest"))]
 # 12-13: the same kernel at 512 x 512 (66 steps; on 132 SMs Cl(2,0)'s 80 units in one round of
 # weighted segments, Cl(3,0)'s 160 whole, each to the least-loaded block: fcgp_gw_sched.h, PseqSched)
 SMALL += [(n, torch.bfloat16, "highest", 1043, 512, 512) for n in (2, 3)]
+PSEQ_CASES = range(PSEQ_START, len(SMALL))
 
 
 def say(msg):
@@ -43,7 +44,7 @@ def say(msg):
 
 def run_small(i):
     n, dt, prec, B, ni, no = SMALL[i]
-    if i >= PSEQ_CASES.start and "FLASHCLIFFORD_FCGP_GW_PSEQ" not in os.environ:  # the environment's, else forced
+    if i in PSEQ_CASES and "FLASHCLIFFORD_FCGP_GW_PSEQ" not in os.environ:  # the environment's, else forced
         fc._C._fcgp_sm90_gw_pseq(1)
     alg = fc.Algebra(n)
     torch.manual_seed(i)

@@ -25,9 +25,8 @@ template <int ID> int check(int upp, int kb, int sms, bool show)
 {
     constexpr int P = AlgebraTraits<ID>::P;
     const int units = P * upp;
-    int w[P];
-    for (int i = 0; i < P; ++i)
-        w[i] = pseq_step_cost<ID>(PseqPlan<ID>::order.path[i]);
+    constexpr PseqCosts<ID> costs = pseq_costs<ID>();
+    const int *w = costs.w;
     const PseqSched s = pseq_sched<ID>(upp, kb, sms, true), r = pseq_sched<ID>(upp, kb, sms, false);
     const long long ls = pseq_load(s, w, upp, kPseqHand), lr = pseq_load(r, w, upp, kPseqHand);
     int bad = 0;

@@ -42,10 +42,8 @@ template <int ID> void run(int sms, int Ni, int No, int paths = 0)
     float *slots;
     int *flags;
     const int np = paths > 0 ? paths : P, units = np * (Ni / C::BM) * (No / C::NT);
-    int wc[FC_MAX_P];
-    for (int i = 0; i < np; ++i)
-        wc[i] = pseq_step_cost<ID>(PseqPlan<ID>::order.path[i]);
-    const PseqSched sch = make_pseq_sched(wc, np, units / np, steps, sms, kPseqHand, 4, g_lpt);
+    constexpr PseqCosts<ID> wc = pseq_costs<ID>(); /* the first np paths' costs lead (unit order) */
+    const PseqSched sch = make_pseq_sched(wc.w, np, units / np, steps, sms, kPseqHand, 4, g_lpt);
     CK(cudaMalloc(&xg, (size_t)D * dcs * sizeof(E)));
     CK(cudaMalloc(&yg, (size_t)D * dcs * sizeof(E)));
     CK(cudaMalloc(&go, (size_t)D * gcs * sizeof(E)));

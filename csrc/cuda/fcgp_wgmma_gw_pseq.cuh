@@ -90,6 +90,17 @@ template <int ID> constexpr int pseq_step_cost(int p)
 }
 /* a 128-KB slot written or read back, in those units (~32 tiles' copies) */
 constexpr int kPseqHand = 96;
+/* every path's step cost, in unit order (PseqOrder): the w of make_pseq_sched */
+template <int ID> struct PseqCosts {
+    int w[AlgebraTraits<ID>::P];
+};
+template <int ID> constexpr PseqCosts<ID> pseq_costs()
+{
+    PseqCosts<ID> c{};
+    for (int i = 0; i < AlgebraTraits<ID>::P; ++i)
+        c.w[i] = pseq_step_cost<ID>(PseqPlan<ID>::order.path[i]);
+    return c;
+}
 
 /* The schedule of a chunk: upp units a path (row blocks x column blocks), kb steps each, on at
  * most sms blocks; lpt: the lists by cost (whole units, or one round of weighted segments) where
@@ -109,12 +120,10 @@ template <int ID> inline PseqSched pseq_sched(int upp, int kb, int sms, bool lpt
     for (const Last &l : last)
         if (l.valid && l.upp == upp && l.kb == kb && l.sms == sms && l.lpt == lpt)
             return l.sched;
-    int w[P];
-    for (int i = 0; i < P; ++i)
-        w[i] = pseq_step_cost<ID>(PseqPlan<ID>::order.path[i]);
+    constexpr PseqCosts<ID> c = pseq_costs<ID>();
     Last &l = last[next];
     next ^= 1;
-    l = Last{true, lpt, upp, kb, sms, make_pseq_sched(w, P, upp, kb, sms, kPseqHand, 4, lpt)};
+    l = Last{true, lpt, upp, kb, sms, make_pseq_sched(c.w, P, upp, kb, sms, kPseqHand, 4, lpt)};
     return l.sched;
 }
 
