@@ -1,6 +1,7 @@
 """What the parts of the CUDA FCGP cost, beside torch.bmm of the same products.
 
-    python benchmarks/fcgp_parts.py [--cells ALG,DTYPE,B,N ...] [--reps 20] [--kernels] [--timeline | --once]
+    python benchmarks/fcgp_parts.py [--cells ALG,DTYPE,B,N ...] [--reps 20] [--kernels]
+                                    [--timeline | --timeline-unheld | --once]
 
 For each cell (default: issue 4's, Cl(2,0) and Cl(3,0), float32 with tf32 products and
 bfloat16, B 4096, N 512, normalize): torch.bmm of the T' products (the yardstick), the forward
@@ -14,7 +15,10 @@ per-kernel times of the forward and the backward, which can. --once runs the for
 backward of each cell once, untimed: the run to profile under ncu, as gpu_check.sh's ncu_fcgp
 stage does. --timeline prints each kernel's start and end within one call, from the profiler's
 trace: under the backward's programmatic chain the kernels overlap, so their summed times say
-little about which of them the call waits for.)
+little about which of them the call waits for. The traced call runs as the harness times one: L2
+flushed, the stream held by a spin kernel while the call is queued, times from the spin's end, so
+no gap of the host's launches shows (without the hold the first ~30 us and a gap or two were the
+host's: NOTES_FCGP.md session 40); --timeline-unheld traces it as it comes.)
 """
 
 import argparse
@@ -92,22 +96,31 @@ def kernel_times(name, fn, reps=5):
     print(f"    {name:8s} {'(sum of kernels)':40s}     {total:9.1f} us")
 
 
-def timeline(name, fn, calls=3):
-    """Each kernel's start, end and duration (us) within one call of fn, relative to the call's
-    first kernel, from torch.profiler's trace (device timestamps): the median call of `calls` by
-    span. A kernel launched early under the chain shows its wait inside its duration; `gap` is
-    the time from the latest end before it to its start (negative: it overlaps)."""
+def timeline(name, fn, calls=3, flush=None, hold_s=0.0):
+    """Each kernel's start, end and duration (us) within one call of fn, from torch.profiler's
+    trace (device timestamps): the median call of `calls` by span. With hold_s, as `measure`
+    times a call: flush() (the L2), then a spin kernel of hold_s seconds while fn's kernels are
+    queued, times from the spin's end (the moment the harness's start event fires); else from
+    the call's first kernel. A kernel launched early under the chain shows its wait inside its
+    duration; `gap` is the time from the latest end before it to its start (negative: it
+    overlaps)."""
     import json
     import os
     import tempfile
 
     from torch.profiler import ProfilerActivity, profile
 
+    from flashclifford.bench.timing import _sleep_cycles_per_second
+
     fn()
     torch.cuda.synchronize()
+    spin = int(hold_s * _sleep_cycles_per_second(torch)) if hold_s > 0 else 0
     runs = []
     for _ in range(calls):
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            if spin:
+                flush()
+                torch.cuda._sleep(spin)  # fn's kernels are queued while this spins
             fn()
             torch.cuda.synchronize()
         fd, path = tempfile.mkstemp(suffix=".json")
@@ -120,14 +133,22 @@ def timeline(name, fn, calls=3):
             os.unlink(path)
         ks = sorted((float(e["ts"]), float(e.get("dur", 0.0)), e["name"]) for e in trace.get("traceEvents", [])
                     if e.get("cat") in ("kernel", "gpu_memset"))
+        t0 = ks[0][0] if ks else 0.0
+        if spin:  # the call's kernels are those after the spin, timed from its end
+            at = [i for i, (_, _, k) in enumerate(ks) if "spin_kernel" in k]
+            if not at:
+                print(f"    {name:8s} (no spin kernel in the trace)")
+                return
+            t0 = ks[at[-1]][0] + ks[at[-1]][1]
+            ks = ks[at[-1] + 1:]
         if ks:
-            runs.append(ks)
+            runs.append((t0, ks))
     if not runs:
         print(f"    {name:8s} (no kernels in the trace)")
         return
-    runs.sort(key=lambda ks: max(t + d for t, d, _ in ks) - ks[0][0])
-    ks = runs[len(runs) // 2]
-    t0, last = ks[0][0], ks[0][0]
+    runs.sort(key=lambda r: max(t + d for t, d, _ in r[1]) - r[0])
+    t0, ks = runs[len(runs) // 2]
+    last = t0
     print(f"    {name:8s} {'kernel':40s} {'start':>8s} {'end':>8s} {'dur':>8s} {'gap':>8s}")
     for t, d, k in ks:
         short = re.sub(r"<.*", "", k).split("::")[-1][:40]
@@ -147,6 +168,8 @@ def main(argv):
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--kernels", action="store_true", help="also each kernel's time (torch.profiler)")
     ap.add_argument("--timeline", action="store_true", help="also each kernel's start and end in one call")
+    ap.add_argument("--timeline-unheld", action="store_true",
+                    help="--timeline's call without the flush and the stream hold (the host's gaps show)")
     ap.add_argument("--once", action="store_true", help="one untimed forward and backward a cell (for ncu)")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -165,8 +188,10 @@ def main(argv):
             print(f"Cl({alg},0) {dtype:8s} {B}x{N} {name:14s} {t.p50 * 1e6:9.1f} us", flush=True)
             if args.kernels and name != "torch.bmm":
                 kernel_times(name, fn)
-            if args.timeline and name != "torch.bmm":
-                timeline(name, fn)
+            if (args.timeline or args.timeline_unheld) and name != "torch.bmm":
+                # held longer than `measure` holds it (3 calls, at least 2 ms): the profiler slows the launches
+                hold = 0.0 if args.timeline_unheld else min(max(3 * t.p50, 2e-3), 0.05)
+                timeline(name, fn, flush=flush, hold_s=hold)
     torch.cuda.synchronize()
 
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Session 44's device calls (kind nvidia-h200; carry [".nvcc_cache.tgz"], timeout 600).
+#   A: the final tree of session 43, which no call measured whole: the issue-4 bench (call F's
+#      Cl(2,0) schedule never reached it), the backward's timeline in the four cells and at
+#      Cl(3,0) bf16 under GW_PSEQ=3 (the rounds) beside the default (whole units), to see where
+#      gW's chain-off gain of 22 us went under the chain (the timeline now as the bench times a
+#      call: L2 flushed, stream held); the one-path gW tests session 43 did not rerun (128 x 256,
+#      B 70 at 512 x 512) and the rule's; memcheck, initcheck and synccheck over the Hopper
+#      sanitizer cases (with gw_pseq_kernel's new shapes).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, T, room, build, bench, tests_in, lab_build, ncu_src
+timeline() { # timeline CELLS...: fcgp_parts.py's timeline of the cells, the backward's lines
+    timeout 60 python3 benchmarks/fcgp_parts.py --timeline --reps 5 --cells "$@" 2>&1 | grep -v -i warn
+}
+sanitize() { # sanitize TOOL S: the sanitizer stage's TOOL over the Hopper cases, S seconds at most
+    SANITIZE_TOOLS=$1 SANITIZE_ARGS=--hopper STAGES=sanitize timeout "$2" bash tests/gpu_check.sh 2>&1 |
+        grep -E "canar|exit|SUMMARY|NOT" | head -n 6
+}
+case "${1:-}" in
+A)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 100 bench && bench 95
+    room 60 timeline && timeline 2,float32,4096,512 3,float32,4096,512 2,bfloat16,4096,512 3,bfloat16,4096,512 |
+        tee "$R/timeline.txt" | grep -E "backward|forward  *[0-9]|bmm"
+    room 30 "timeline rounds" && FLASHCLIFFORD_FCGP_GW_PSEQ=3 timeline 3,bfloat16,4096,512 |
+        tee "$R/timeline_rounds.txt" | grep -E "gw_|gz_|backward  *[0-9]"
+    room 150 tests && tests_in pseq "" tests/test_gpu_fcgp_sm90.py \
+        -k "gw_one_path_a_tile and (128-256 or B70-512-512) or gw_by_the_rule"
+    for tool in memcheck initcheck synccheck; do
+        room 70 "$tool" && sanitize "$tool" 65
+    done
+    ;;
+*)
+    echo "usage: $0 A"; exit 2 ;;
+esac
