@@ -210,6 +210,14 @@ std::atomic<int> g_go_pairs{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_PAIRS: "0" one col
  * aligned (on, the default), or one column everywhere: FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0 at start-up
  * (measurements). The same bits either way. */
 bool go_pairs_setting() { return switch_state(g_go_pairs, "FLASHCLIFFORD_FCGP_BWD_GO_PAIRS", 1); }
+std::atomic<int> g_bwd_head{-1}; /* FLASHCLIFFORD_FCGP_BWD_HEAD: "0" every chunk's kernels in one order */
+/* The first chunk's go^T kernels without waiting for its gelu_transpose, which they do not need
+ * (there is no gz before them whose go^T they would overwrite): the one-pass go_rows in the
+ * chain's free role, beside gelu_transpose; in two passes gelu_transpose after the first slice's
+ * statistics, beside them, so that go^T's transpose waits for both at once (on, the default). Off,
+ * the order of the later chunks: FLASHCLIFFORD_FCGP_BWD_HEAD=0 at start-up (measurements). The
+ * same bits either way. */
+bool bwd_head_setting() { return switch_state(g_bwd_head, "FLASHCLIFFORD_FCGP_BWD_HEAD", 1); }
 } // namespace
 namespace {
 std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream order */
@@ -527,15 +535,21 @@ __global__ void __launch_bounds__(256) fwd_prep(const Elem<MODE> *__restrict__ w
 /* W (P, N_in, N_out) -> the input gradient's B operand (P slots, N_in, Nop): the paths in slot
  * order (GzSlots: slot s holds path slots.path[s]), each row padded with zeros to whole steps,
  * tf32-rounded for the tf32 products. 16 bytes a thread and step (Nop is whole steps), read as one
- * load where W's rows are 16-byte aligned (vec) and the piece lies inside N_out. */
+ * load where W's rows are 16-byte aligned (vec) and the piece lies inside N_out. Block 0 also
+ * zeroes gW's nflags segment flags: a memset before it cost the backward ~2 us of launch latency
+ * at its start (H200, NOTES_FCGP.md session 44). */
 template <int MODE>
 __global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wz,
-                                                GzSlots slots, int64_t P, int64_t Ni, int64_t No, int64_t Nop, bool vec)
+                                                GzSlots slots, int64_t P, int64_t Ni, int64_t No, int64_t Nop, bool vec,
+                                                int *flags, int nflags)
 {
     using E = Elem<MODE>;
     constexpr int V = 16 / sizeof(E);
     const int64_t n = P * Ni * Nop / V;
     pdl::open(); /* the backward chain's first kernel (pdl.cuh): the next may start beside it */
+    if (blockIdx.x == 0) /* gW's segment flags (nflags 0 without gW), read after the chain's waits */
+        for (int i = threadIdx.x; i < nflags; i += blockDim.x)
+            flags[i] = 0;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i * V / Nop, k = i * V - r * Nop;
         const int64_t slot = r / Ni, row = (int64_t)slots.path[slot] * Ni + (r - slot * Ni);
@@ -972,7 +986,8 @@ template <int ID, int MODE, class Tv, class Tg>
 __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
     go_rows(const Tv *__restrict__ v, const Tg *__restrict__ gout, const float *__restrict__ norms,
             const float *__restrict__ partial, int nparts, bool from_out, int64_t Btot, int64_t b0g,
-            Elem<MODE> *__restrict__ got, int64_t rows, int64_t No, int64_t Bp, int64_t cs, int64_t gcs, int per)
+            Elem<MODE> *__restrict__ got, int64_t rows, int64_t No, int64_t Bp, int64_t cs, int64_t gcs, int per,
+            bool free)
 {
     using A = AlgebraTraits<ID>;
     constexpr int D = A::D, G = A::G, RB = kBatchBlock, WARPS = 8, QC = kGoRowsCluster;
@@ -982,7 +997,13 @@ __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
     Tile *gs = (Tile *)go_smem, *vs = gs + per; /* [tile][component][row][column] */
     __shared__ float part[RB][G];   /* this CTA's dots, which the cluster reads */
     __shared__ float st[RB][2 * G]; /* each row's 1 / r_g, then coef_g */
-    pdl::waiting(); /* go^T's buffer is free once the chunk before's gz is done */
+    /* go^T's buffer is free once the chunk before's gz is done; the first chunk's go_rows reads and
+     * writes nothing the chain's kernels before it touch (prep_wz, gelu_transpose), so it takes the
+     * free role (pdl.cuh) and overlaps them */
+    if (free)
+        pdl::free_start();
+    else
+        pdl::waiting();
     const int tid = threadIdx.x, tx = tid % 32, ty = tid / 32;
     const int64_t r0 = (int64_t)(blockIdx.x / QC) * RB, Nor = got_rows(No), tiles = (No + 31) / 32;
     const int64_t c0 = (int64_t)tma::cluster_rank() * per;
@@ -1119,21 +1140,23 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     /* gW's fp32 sum over the chunks so far: grad_weight itself when fp32, else the stash */
     float *wsum = std::is_same<Tio, float>::value ? (float *)gwt : (float *)(p + L.stash);
     int *flags = (int *)(p + L.flags);
-    if (need_w) /* the segments' flags, raised to the chunk's number + 1 */
-        FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)std::max(1, L.nslots) * sizeof(int), st));
+    const int nflags = need_w ? std::max(1, L.nslots) : 0; /* the segments' flags, raised to the chunk's number + 1 */
+    if (nflags && !need_xy) /* else prep_wz zeroes them */
+        FC_CUDA_CHECK(cudaMemsetAsync(flags, 0, (size_t)nflags * sizeof(int), st));
 
     fc_status s;
-    /* the launches below, after the memset, as one programmatic chain (pdl.cuh): prep_wz, and for
-     * each chunk gelu_transpose and norm_stats (free: they touch nothing the chunk before still
-     * reads or writes, so they fill the SMs its gz's last wave leaves idle), go_transpose, gW and
-     * gz (waiting) */
+    /* the launches below as one programmatic chain (pdl.cuh): prep_wz, and for each chunk
+     * gelu_transpose and norm_stats (free: they touch nothing the chunk before still reads or
+     * writes, so they fill the SMs its gz's last wave leaves idle), go_transpose (waiting) or
+     * go_rows (waiting, or free in the first chunk, which has no gz before it: bwd_head_setting),
+     * gW and gz (waiting) */
     pdl::Chain chain(bwd_pdl());
     if (need_xy) { /* W in slot order */
         constexpr int V = 16 / sizeof(E); /* prep_wz's piece */
         const bool vec = No % V == 0 && (uintptr_t)in.w % 16 == 0;
         FC_CUDA_CHECK(pdl::launch(chain.next(), prep_wz<MODE>,
                                   dim3((unsigned)std::min<int64_t>(cdiv(Z::P * Ni * Nop / V, 256), 4096)), dim3(256), 0,
-                                  st, (const E *)in.w, wz, Z::slots, (int64_t)Z::P, Ni, No, Nop, vec));
+                                  st, (const E *)in.w, wz, Z::slots, (int64_t)Z::P, Ni, No, Nop, vec, flags, nflags));
         FC_LAUNCH_CHECK(st);
     }
     /* gz over a chunk, KK wgmma K chunks a ring step: the maps' boxes are a step long, W's rows in
@@ -1171,8 +1194,10 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                        (gf == 1 || (gf == 0 && rule));
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No, gcs = Bp * Nor;
-        /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws) for gW, first: it and the
-         * statistics are the chunk's free kernels */
+        /* the first chunk's go^T without waiting for gelu_transpose (bwd_head_setting) */
+        const bool head = c == 0 && bwd_head_setting();
+        /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws) for gW, first (in the
+         * head after the first statistics): it and the statistics are the chunk's free kernels */
         E *xgt = nullptr, *ygt = nullptr;
         int64_t dcs = 0; /* their component stride, in elements */
         if (need_w) {
@@ -1184,6 +1209,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 xgt = (E *)(p + L.xgt), ygt = (E *)(p + L.ygt);
                 dcs = gw_rows(Ni) * Bp;
             }
+        }
+        auto gelu_t = [&]() -> fc_status {
             /* bf16 two columns a load where both inputs allow it */
             const bool pair = MODE == kBF16 && Ni % 2 == 0 && ((uintptr_t)x | (uintptr_t)y) % 4 == 0;
             const dim3 tgrid((unsigned)(gw_rows(Ni) / gelu_transpose_cols(MODE)), (unsigned)cdiv(Bp, 32), 2);
@@ -1191,7 +1218,12 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                                       tgrid, dim3(256), 0, st, x + b0 * Ni, y + b0 * Ni, xgt, ygt, rows, Ni, Bp, B * Ni,
                                       dcs, (int)a->gate));
             FC_LAUNCH_CHECK(st);
-        }
+            return FC_OK;
+        };
+        /* in the head's two passes, after the first slice's statistics */
+        bool gelu_t_after_stats = need_w && head && !fused && in.stats_rows;
+        if (need_w && !gelu_t_after_stats && (s = gelu_t()) != FC_OK)
+            return s;
 
         /* go^T of the chunk: with the norm, statistics and go^T in one pass (go_rows), or each
          * slice's statistics, then its go^T */
@@ -1207,7 +1239,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 FC_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
                 FC_CUDA_CHECK(pdl::launch(chain.next(), k, dim3((unsigned)(Bp / kBlockRows * kGoRowsCluster)),
                                           dim3(256), (size_t)smem, st, (const Tv *)in.v + b0 * No, gout, in.norms,
-                                          in.partial, in.nparts, in.from_out, B, b0, got, rows, No, Bp, cs, gcs, per));
+                                          in.partial, in.nparts, in.from_out, B, b0, got, rows, No, Bp, cs, gcs, per,
+                                          head));
                 FC_LAUNCH_CHECK(st);
                 return FC_OK;
             });
@@ -1220,6 +1253,11 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 if (in.stats_rows && r0 < rows &&
                     (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st, chain.next())) != FC_OK)
                     return s;
+                if (gelu_t_after_stats) { /* beside the statistics; the transpose below waits for both */
+                    gelu_t_after_stats = false;
+                    if ((s = gelu_t()) != FC_OK)
+                        return s;
+                }
                 s = by_v([&](auto vt) -> fc_status {
                     using Tv = typename decltype(vt)::type;
                     const Tv *vc = in.v ? (const Tv *)in.v + b0 * No : nullptr;
@@ -1241,6 +1279,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                     return s;
             }
         }
+        if (gelu_t_after_stats && (s = gelu_t()) != FC_OK) /* (no slice had statistics) */
+            return s;
 
         if (need_w) { /* gW of the chunk */
             /* all Bp positions: a row may lie past `rows` (got_row) */

@@ -7,6 +7,12 @@
 #      call: L2 flushed, stream held); the one-path gW tests session 43 did not rerun (128 x 256,
 #      B 70 at 512 x 512) and the rule's; memcheck, initcheck and synccheck over the Hopper
 #      sanitizer cases (with gw_pseq_kernel's new shapes).
+#   B: after A (the held timeline: before the first gW, go_rows waits for gelu_transpose, which it
+#      does not need; norm_stats starts in gelu_transpose's tail; a memset's launch latency before
+#      prep_wz): the first chunk's go^T kernels beside gelu_transpose (FLASHCLIFFORD_FCGP_BWD_HEAD,
+#      1 against 0) and prep_wz zeroing gW's flags. The parts with their timelines under both
+#      settings, then again without; the gradient digests under both; the backward tests; the
+#      issue-4 bench; initcheck over the Hopper cases (cut at 65 s in A) in what time is left.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, build, bench, tests_in, lab_build, ncu_src
@@ -16,6 +22,10 @@ timeline() { # timeline CELLS...: fcgp_parts.py's timeline of the cells, the bac
 sanitize() { # sanitize TOOL S: the sanitizer stage's TOOL over the Hopper cases, S seconds at most
     SANITIZE_TOOLS=$1 SANITIZE_ARGS=--hopper STAGES=sanitize timeout "$2" bash tests/gpu_check.sh 2>&1 |
         grep -E "canar|exit|SUMMARY|NOT" | head -n 6
+}
+pack() { # every log but output_tail.txt into logs.tgz (8 files come back at most)
+    (cd "$R" && tar --exclude='*.png' --exclude=output_tail.txt --exclude=logs.tgz -czf /tmp/logs.tgz . &&
+        find . -mindepth 1 ! -name output_tail.txt -delete && mv /tmp/logs.tgz .)
 }
 case "${1:-}" in
 A)
@@ -32,6 +42,29 @@ A)
         room 70 "$tool" && sanitize "$tool" 65
     done
     ;;
+B)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    for h in 0 1; do
+        room 60 "parts $h" && FLASHCLIFFORD_FCGP_BWD_HEAD=$h timeout 60 python3 benchmarks/fcgp_parts.py --timeline \
+            2>&1 | grep -v -i warn >"$R/parts_head$h.txt"
+        grep -E "backward  *[0-9]|backward (prep_wz|gelu|norm_stats|go_|gw_pseq)" "$R/parts_head$h.txt" |
+            head -n 40 | sed "s/^/head=$h /"
+    done
+    for h in 0 1; do
+        room 40 "parts again $h" && FLASHCLIFFORD_FCGP_BWD_HEAD=$h timeout 35 python3 benchmarks/fcgp_parts.py \
+            2>&1 | grep -E "backward  *[0-9]" | sed "s/^/again head=$h /"
+    done
+    for h in 0 1; do
+        room 40 "bits $h" && FLASHCLIFFORD_FCGP_BWD_HEAD=$h timeout 35 python3 benchmarks/go_bits.py >"$R/bits_$h.txt" 2>&1
+    done
+    cmp -s "$R/bits_0.txt" "$R/bits_1.txt" && echo "bits: the same under both settings ($(wc -l <"$R/bits_1.txt") cases)" ||
+        { echo "bits DIFFER"; diff "$R/bits_0.txt" "$R/bits_1.txt" | head -n 8; }
+    room 150 "backward tests" && tests_in bwd "" tests/test_gpu_fcgp_sm90.py -k "backward and not mma.sync"
+    room 100 bench && bench 95
+    room 100 initcheck && sanitize initcheck $((END - SECONDS - 10))
+    pack
+    ;;
 *)
-    echo "usage: $0 A"; exit 2 ;;
+    echo "usage: $0 A | B"; exit 2 ;;
 esac
