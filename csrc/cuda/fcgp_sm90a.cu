@@ -210,14 +210,6 @@ std::atomic<int> g_go_pairs{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_PAIRS: "0" one col
  * aligned (on, the default), or one column everywhere: FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0 at start-up
  * (measurements). The same bits either way. */
 bool go_pairs_setting() { return switch_state(g_go_pairs, "FLASHCLIFFORD_FCGP_BWD_GO_PAIRS", 1); }
-std::atomic<int> g_bwd_head{-1}; /* FLASHCLIFFORD_FCGP_BWD_HEAD: "0" every chunk's kernels in one order */
-/* The first chunk's go^T kernels without waiting for its gelu_transpose, which they do not need
- * (there is no gz before them whose go^T they would overwrite): the one-pass go_rows in the
- * chain's free role, beside gelu_transpose; in two passes gelu_transpose after the first slice's
- * statistics, beside them, so that go^T's transpose waits for both at once (on, the default). Off,
- * the order of the later chunks: FLASHCLIFFORD_FCGP_BWD_HEAD=0 at start-up (measurements). The
- * same bits either way. */
-bool bwd_head_setting() { return switch_state(g_bwd_head, "FLASHCLIFFORD_FCGP_BWD_HEAD", 1); }
 } // namespace
 namespace {
 std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream order */
@@ -987,7 +979,7 @@ __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
     go_rows(const Tv *__restrict__ v, const Tg *__restrict__ gout, const float *__restrict__ norms,
             const float *__restrict__ partial, int nparts, bool from_out, int64_t Btot, int64_t b0g,
             Elem<MODE> *__restrict__ got, int64_t rows, int64_t No, int64_t Bp, int64_t cs, int64_t gcs, int per,
-            bool free)
+            bool free_role)
 {
     using A = AlgebraTraits<ID>;
     constexpr int D = A::D, G = A::G, RB = kBatchBlock, WARPS = 8, QC = kGoRowsCluster;
@@ -999,8 +991,9 @@ __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
     __shared__ float st[RB][2 * G]; /* each row's 1 / r_g, then coef_g */
     /* go^T's buffer is free once the chunk before's gz is done; the first chunk's go_rows reads and
      * writes nothing the chain's kernels before it touch (prep_wz, gelu_transpose), so it takes the
-     * free role (pdl.cuh) and overlaps them */
-    if (free)
+     * free role (pdl.cuh) and starts in gelu_transpose's last wave instead of after it: the
+     * backward -1.5 us at Cl(2,0) tf32, B 4096, N 512 (H200, NOTES_FCGP.md session 44) */
+    if (free_role)
         pdl::free_start();
     else
         pdl::waiting();
@@ -1148,8 +1141,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     /* the launches below as one programmatic chain (pdl.cuh): prep_wz, and for each chunk
      * gelu_transpose and norm_stats (free: they touch nothing the chunk before still reads or
      * writes, so they fill the SMs its gz's last wave leaves idle), go_transpose (waiting) or
-     * go_rows (waiting, or free in the first chunk, which has no gz before it: bwd_head_setting),
-     * gW and gz (waiting) */
+     * go_rows (waiting, but free in the first chunk, which has no gz before it), gW and gz
+     * (waiting) */
     pdl::Chain chain(bwd_pdl());
     if (need_xy) { /* W in slot order */
         constexpr int V = 16 / sizeof(E); /* prep_wz's piece */
@@ -1194,10 +1187,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                        (gf == 1 || (gf == 0 && rule));
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No, gcs = Bp * Nor;
-        /* the first chunk's go^T without waiting for gelu_transpose (bwd_head_setting) */
-        const bool head = c == 0 && bwd_head_setting();
-        /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws) for gW, first (in the
-         * head after the first statistics): it and the statistics are the chunk's free kernels */
+        /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws) for gW, first: it and the
+         * statistics are the chunk's free kernels */
         E *xgt = nullptr, *ygt = nullptr;
         int64_t dcs = 0; /* their component stride, in elements */
         if (need_w) {
@@ -1209,8 +1200,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 xgt = (E *)(p + L.xgt), ygt = (E *)(p + L.ygt);
                 dcs = gw_rows(Ni) * Bp;
             }
-        }
-        auto gelu_t = [&]() -> fc_status {
             /* bf16 two columns a load where both inputs allow it */
             const bool pair = MODE == kBF16 && Ni % 2 == 0 && ((uintptr_t)x | (uintptr_t)y) % 4 == 0;
             const dim3 tgrid((unsigned)(gw_rows(Ni) / gelu_transpose_cols(MODE)), (unsigned)cdiv(Bp, 32), 2);
@@ -1218,12 +1207,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                                       tgrid, dim3(256), 0, st, x + b0 * Ni, y + b0 * Ni, xgt, ygt, rows, Ni, Bp, B * Ni,
                                       dcs, (int)a->gate));
             FC_LAUNCH_CHECK(st);
-            return FC_OK;
-        };
-        /* in the head's two passes, after the first slice's statistics */
-        bool gelu_t_after_stats = need_w && head && !fused && in.stats_rows;
-        if (need_w && !gelu_t_after_stats && (s = gelu_t()) != FC_OK)
-            return s;
+        }
 
         /* go^T of the chunk: with the norm, statistics and go^T in one pass (go_rows), or each
          * slice's statistics, then its go^T */
@@ -1240,7 +1224,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 FC_CUDA_CHECK(pdl::launch(chain.next(), k, dim3((unsigned)(Bp / kBlockRows * kGoRowsCluster)),
                                           dim3(256), (size_t)smem, st, (const Tv *)in.v + b0 * No, gout, in.norms,
                                           in.partial, in.nparts, in.from_out, B, b0, got, rows, No, Bp, cs, gcs, per,
-                                          head));
+                                          c == 0));
                 FC_LAUNCH_CHECK(st);
                 return FC_OK;
             });
@@ -1253,11 +1237,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 if (in.stats_rows && r0 < rows &&
                     (s = in.stats_rows(in.stats_ctx, b0 + r0, std::min(n, rows - r0), st, chain.next())) != FC_OK)
                     return s;
-                if (gelu_t_after_stats) { /* beside the statistics; the transpose below waits for both */
-                    gelu_t_after_stats = false;
-                    if ((s = gelu_t()) != FC_OK)
-                        return s;
-                }
                 s = by_v([&](auto vt) -> fc_status {
                     using Tv = typename decltype(vt)::type;
                     const Tv *vc = in.v ? (const Tv *)in.v + b0 * No : nullptr;
@@ -1279,8 +1258,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                     return s;
             }
         }
-        if (gelu_t_after_stats && (s = gelu_t()) != FC_OK) /* (no slice had statistics) */
-            return s;
 
         if (need_w) { /* gW of the chunk */
             /* all Bp positions: a row may lie past `rows` (got_row) */

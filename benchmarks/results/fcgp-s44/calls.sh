@@ -13,6 +13,14 @@
 #      1 against 0) and prep_wz zeroing gW's flags. The parts with their timelines under both
 #      settings, then again without; the gradient digests under both; the backward tests; the
 #      issue-4 bench; initcheck over the Hopper cases (cut at 65 s in A) in what time is left.
+#      (Measured: go_rows free -1.5 us at Cl(2,0) tf32, the two-pass order +2 to +5 us in bf16; the
+#      bits the same; initcheck reported norm_stats' reads of the forward's bf16 out, which the
+#      copy engine stores, as uninitialized before it was cut.)
+#   C: the tree kept (go_rows free in the first chunk, no switch; the two-pass order as before;
+#      prep_wz zeroing the flags): benchmarks/lab/init_store.cu under initcheck (does the tool see
+#      the copy engine's global writes?); the gradient digests against call B's (the same bits);
+#      the hang loops under both chain settings; the issue-4 bench; initcheck over the Hopper cases
+#      in what time is left.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, build, bench, tests_in, lab_build, ncu_src
@@ -65,6 +73,22 @@ B)
     room 100 initcheck && sanitize initcheck $((END - SECONDS - 10))
     pack
     ;;
+C)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    lab_build init_store && for m in 0 1 2; do
+        timeout 30 compute-sanitizer --tool initcheck "$T/init_store" $m >"$T/is$m.log" 2>&1
+        echo "init_store mode $m: rc $? $(grep -h "^mode" "$T/is$m.log") $(grep -h "ERROR SUMMARY" "$T/is$m.log")"
+        grep -m 2 -E "Uninitialized|at .* in " "$T/is$m.log" | cut -c1-160
+    done
+    build
+    room 40 bits && timeout 35 python3 benchmarks/go_bits.py >"$R/bits.txt" 2>&1
+    cmp -s "$R/bits.txt" benchmarks/results/fcgp-s44/callB/bits_0.txt && echo "bits: call B's ($(wc -l <"$R/bits.txt") cases)" ||
+        { echo "bits DIFFER from call B's"; diff "$R/bits.txt" benchmarks/results/fcgp-s44/callB/bits_0.txt | head -n 8; }
+    room 100 hang && RACECHECK=0 ITERS=100 LOOP_S=45 OUT="$R" bash benchmarks/fcgp_hang_check.sh
+    room 100 bench && bench 95
+    room 60 initcheck && sanitize initcheck $((END - SECONDS - 10))
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
