@@ -10,6 +10,8 @@
 #   lab_build NAME  benchmarks/lab/NAME.cu -> $T/NAME (T=/tmp/labs), sm_90a, with line info
 #   ncu_src LABEL KERNEL CMD...  Nsight Compute on CMD's second launch of KERNEL: stall samples a
 #                 SASS instruction ($R/src_LABEL.txt) and the memory sections ($R/details_LABEL.txt)
+#   sanitize TOOLS S  (session 45 on) the sanitizer stage's TOOLS over the Hopper cases, S s at most
+#   pack          every log but output_tail.txt into $R/logs.tgz
 R=${OUT:-gpu_check_out}
 mkdir -p "$R"
 export OUT="$R"
@@ -50,4 +52,15 @@ ncu_src() {
     grep -E "Duration|DRAM Through|L2 Cache Through|L1/TEX Cache Through|L2 Hit|Mem Busy|Max Bandwidth|Warp Cycles|stall|Stall" \
         "$R/details_$label.txt" | head -n 24
     head -n "${SRC_LINES:-70}" "$R/src_$label.txt"
+}
+# (session 45 on) sanitize TOOLS S: the sanitizer stage's TOOLS (one or more, space-separated)
+# over the Hopper cases, S seconds at most, its summary lines and reports a kernel
+sanitize() {
+    SANITIZE_TOOLS=$1 SANITIZE_ARGS=--hopper STAGES=sanitize timeout "$2" bash tests/gpu_check.sh 2>&1 |
+        grep -E "canar|exit|SUMMARY|NOT|^ +[0-9]+ fc::" | head -n 30
+}
+# pack: every log but output_tail.txt into logs.tgz (a call brings back 8 files at most)
+pack() {
+    (cd "$R" && tar --exclude='*.png' --exclude=output_tail.txt --exclude=logs.tgz -czf /tmp/logs.tgz . &&
+        find . -mindepth 1 ! -name output_tail.txt -delete && mv /tmp/logs.tgz .)
 }

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Session 45's device calls (kind nvidia-h200; carry [".nvcc_cache.tgz"], timeout 600).
+#   A: the final tree of session 44 (9f79f40's CUDA sources) through every GPU test at once (the
+#      last whole run was session 32's three FCGP files; since then only subsets ran), racecheck
+#      over the eight small cases (not run since session 42 on the default kernels), and where
+#      fwd_prep's time goes at the two bf16 cells (12.8 and 6.2 us for about 34 and 13 MB: 2.6 and
+#      2.0 TB/s against a 4.27 TB/s copy), the one pass before the bf16 forward's GEMM.
+#   B: initcheck over the Hopper cases with gpu_sanitize.py's host rewrite of the saved output
+#      (written in session 44, never run), 300 s; memcheck and synccheck on this tree; every GPU
+#      test of the FCGP files again with its ops on a side stream (last run in session 10).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, T, room, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
+case "${1:-}" in
+A)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 200 tests && END=$((SECONDS + 350)) tests_in all "" --durations=15 tests/ # 330 s at most
+    grep -E "^[0-9.]+s (call|setup)" "$R/pytest_all.log" | head -n 8
+    for c in 3 2; do
+        room 60 "ncu fwd_prep $c" && SRC_LINES=30 ncu_src "prep$c" fwd_prep \
+            python3 benchmarks/fcgp_parts.py --cells "$c,bfloat16,4096,512" --once
+    done
+    room 60 racecheck && RACECHECK=1 LOOPS=0 CASE_S=45 OUT="$R" CASES="0 1 2 3 4 5 6 7" \
+        timeout $((END - SECONDS - 5)) bash benchmarks/fcgp_hang_check.sh
+    pack
+    ;;
+B)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    room 320 initcheck && sanitize initcheck 310
+    room 120 "memcheck synccheck" && sanitize "memcheck synccheck" 110
+    room 100 "side stream" && tests_in side FLASHCLIFFORD_TEST_SIDE_STREAM=1 tests/test_gpu_fcgp_sm90.py \
+        tests/test_gpu_fcgp.py tests/test_gpu_streams.py
+    pack
+    ;;
+*)
+    echo "usage: $0 A | B"; exit 2 ;;
+esac
