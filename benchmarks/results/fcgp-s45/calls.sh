@@ -5,9 +5,12 @@
 #      over the eight small cases (not run since session 42 on the default kernels), and where
 #      fwd_prep's time goes at the two bf16 cells (12.8 and 6.2 us for about 34 and 13 MB: 2.6 and
 #      2.0 TB/s against a 4.27 TB/s copy), the one pass before the bf16 forward's GEMM.
+#      (A: tests/ under -m gpu passed its first 767 tests, none failed, before its 330 s ended;
+#      fwd_prep at 1.24 TB/s under ncu, its samples waiting on its loads; racecheck 0 hazards in
+#      each of the eight cases.)
 #   B: initcheck over the Hopper cases with gpu_sanitize.py's host rewrite of the saved output
-#      (written in session 44, never run), 300 s; memcheck and synccheck on this tree; every GPU
-#      test of the FCGP files again with its ops on a side stream (last run in session 10).
+#      (written in session 44, never run), 300 s; then the GPU tests A did not reach
+#      (sm90_tail.txt: test_gpu_fcgp_sm90.py's last 37, then every later file).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -29,9 +32,11 @@ B)
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
     build
     room 320 initcheck && sanitize initcheck 310
-    room 120 "memcheck synccheck" && sanitize "memcheck synccheck" 110
-    room 100 "side stream" && tests_in side FLASHCLIFFORD_TEST_SIDE_STREAM=1 tests/test_gpu_fcgp_sm90.py \
-        tests/test_gpu_fcgp.py tests/test_gpu_streams.py
+    # the GPU tests call A did not reach (its 330 s ended after test 500 of test_gpu_fcgp_sm90.py)
+    room 60 "the rest of the tests" && tests_in rest "" --durations=10 $(cat benchmarks/results/fcgp-s45/sm90_tail.txt) \
+        tests/test_gpu_gate.py tests/test_gpu_reliability.py tests/test_gpu_sgp.py tests/test_gpu_streams.py \
+        tests/test_nn.py tests/test_threads.py
+    grep -E "^[0-9.]+s (call|setup)" "$R/pytest_rest.log" | head -n 6
     pack
     ;;
 *)
