@@ -26,7 +26,8 @@ though the kernel-name filter leaves PyTorch's own kernels uninstrumented. initc
 the copy engine's writes to global memory either (benchmarks/lab/init_store.cu: a tile stored by
 one tensor copy reads as uninitialized, NOTES_FCGP.md session 44), and the Hopper forward stores a
 bf16 output that way: under initcheck (FC_SANITIZE_TOOL=initcheck, which gpu_check.sh sets) the
-torch op's saved output is written once more from the host before its backward reads it.
+torch op's saved output is written once more from the host before its backward reads it, with
+values the CPU backend computes (a copy of it back from the device is reported: session 45).
 """
 
 import os
@@ -149,8 +150,10 @@ def run_fcgp(algebras, modes, quick, shapes=FCGP_SHAPES):
                     g = host(alg.D, B, n_out, dtype=dtype)
                     xs, ys, ws = leaves(x, y, w)
                     out = fc.gelu_fcgp_norm(xs, ys, ws, alg, normalize, precision=precision)
-                    if REWRITE_OUT:  # .data: the same values, without bumping the saved tensor's version
-                        out.data.copy_(out.detach().cpu())
+                    if REWRITE_OUT:  # .data: without bumping the saved tensor's version
+                        # from the CPU backend: copied back from the device, out is itself read
+                        # as uninitialized by that copy (initcheck checks a copy's source)
+                        out.data.copy_(fc.gelu_fcgp_norm(x.float(), y.float(), w.float(), alg, normalize).to(dtype))
                     out.backward(dev(g))  # the norms and output saved by the forward
                     # the raw ops: forward without norms, backward recomputing them; with normalize
                     # also without the gate (the plain product: no GELU pass, x and y read as they are)
