@@ -1,6 +1,6 @@
 """The Hopper labs (benchmarks/lab/: the wgmma lab, the rate labs of NOTES_FCGP.md session 19,
 gz's spill lab of session 37, the one-path gW lab of session 41, the racecheck lab of session
-43 and the initcheck lab of session 44) include the sm_90a PTX headers (csrc/cuda/wgmma.cuh, tma.cuh) and
+43, the initcheck lab of session 44 and the gate-product lab of session 46) include the sm_90a PTX headers (csrc/cuda/wgmma.cuh, tma.cuh) and
 the FCGP kernels' pieces.
 Compile them for sm_90a here, so CI (no GPU, but nvcc) catches a header or lab that no longer
 assembles, or warns. Their results need the H100 (docs/testing.md)."""
@@ -26,7 +26,7 @@ def nvcc():
 @pytest.mark.skipif(nvcc() is None, reason="nvcc not found")
 @pytest.mark.parametrize("lab,defines", [("wgmma_lab", []), ("wgmma_rate", []), ("tma_rate", []), ("gw_pseq", []),
                                          ("ring_race", []), ("init_store", []), ("gz_spills", ["-DFC_SM90A=1"]),
-                                         ("gw_pseq_lib", ["-DFC_SM90A=1"])])
+                                         ("gw_pseq_lib", ["-DFC_SM90A=1"]), ("gate_rate", ["-DFC_SM90A=1"])])
 def test_lab_compiles_for_sm90a(tmp_path, lab, defines):
     cmd = [nvcc(), "-std=c++17", "-O1", "-I", str(ROOT / "csrc"), "-gencode=arch=compute_90a,code=sm_90a",
            *defines, "-c", str(ROOT / "benchmarks" / "lab" / f"{lab}.cu"), "-o", str(tmp_path / f"{lab}.o")]
