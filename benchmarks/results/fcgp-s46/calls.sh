@@ -12,6 +12,11 @@
 #      313 passed) the 8 tests A did not reach, and benchmarks/lab/gate_rate.cu (the gate product's
 #      variants: fwd_prep's occupancy against gate_product's, 8 blocks an SM, half pieces, no gate),
 #      twice, at Cl(2,0)'s n = 4096 x 512 and at 4x that.
+#   C: (B: the 8 tests 7 passed, 1 skipped (one GPU); gate_rate: the gate costs ~1.2 us over an
+#      elementwise pass of the same bytes, and no occupancy form gains more than 0.25 us) what
+#      the memory bound costs the backward today: fcgp_parts.py's four cells under the defaults
+#      (two chunks from 2048 rows) and FLASHCLIFFORD_FCGP_BWD_CHUNKS=1 (one chunk: 4.0 passes, over
+#      issue 4's 3.5), alternating, twice each.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -37,6 +42,19 @@ B)
         "every_resident_launch_shape or out_of_memory or empty_batch_on_cuda or second_gpu"
     pack
     ;;
+C)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
+    for r in 1 2; do
+        for c in 0 1; do
+            room 45 "parts chunks $c" || break
+            echo "=== chunks setting $c (0: the rule), run $r"
+            FLASHCLIFFORD_FCGP_BWD_CHUNKS=$c timeout 60 python3 benchmarks/fcgp_parts.py --reps 20 2>&1 |
+                grep -v -i warn | tee "$R/parts_chunks${c}_$r.txt" | grep -E "bmm|forward|backward"
+        done
+    done
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
