@@ -4,6 +4,7 @@
 # 570: under the 600 s a call may run), puts the tree on PYTHONPATH and defines these helpers:
 #   room S WHAT   false, saying so, when fewer than S seconds are left before END
 #   build         the build stage from the carried objects, and how many it linked
+#   begin         (session 46 on) the GPU's name and top clock, then build
 #   bench         the issue-4 bench (STAGES=bench_fcgp), its copy bandwidth and rows
 #   tests_in L E ARGS...  pytest -m gpu ARGS under the environment E (one word, or ""), its
 #                 verdict and first failures; the log in $R/pytest_L.log
@@ -21,6 +22,10 @@ room() { [ $((END - SECONDS)) -ge "$1" ] || { echo "skipped (${2}): $((END - SEC
 build() {
     STAGES=build timeout "${BUILD_S:-300}" bash tests/gpu_check.sh | tail -n 1
     echo "objects from the carried cache: $(grep -o 'unchanged, object from' "$R/build.log" | wc -l)"
+}
+begin() {
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build
 }
 bench() {
     { STAGES=bench_fcgp timeout "${1:-95}" bash tests/gpu_check.sh >/dev/null 2>&1; echo "bench rc $?"; }

@@ -19,11 +19,10 @@
 #      issue 4's 3.5), alternating, twice each.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. benchmarks/results/call_lib.sh # R, END, T, room, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
 case "${1:-}" in
 A)
-    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-    build
+    begin
     room 60 timeline && timeout 60 python3 benchmarks/fcgp_parts.py --timeline --reps 5 --cells 2,float32,4096,512 \
         3,float32,4096,512 2,bfloat16,4096,512 3,bfloat16,4096,512 2>&1 | grep -v -i warn | tee "$R/timeline.txt" |
         grep -E "forward|bmm"
@@ -43,8 +42,7 @@ B)
     pack
     ;;
 C)
-    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-    build
+    begin
     for r in 1 2; do
         for c in 0 1; do
             room 45 "parts chunks $c" || break
