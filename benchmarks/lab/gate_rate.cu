@@ -1,5 +1,5 @@
 /* gate_rate.cu — how fast can the bf16 forward's gate product g = Phi(x_0) Phi(y_0) be written,
- * and what holds fwd_prep at about half the copy rate there? At Cl(2,0) bf16 (W read as stored)
+ * and what holds fwd_prep at a quarter of the copy rate there (session 45's ncu)? At Cl(2,0) bf16 (W read as stored)
  * fwd_prep is the gate alone: 1024 blocks of one 16-byte piece a thread, 6.1 us for 12 MB in the
  * held timeline (NOTES_FCGP.md session 46). Its blocks carry wst_block's 33 KB shared tile and 40
  * registers, so 6 fit an SM (792 slots on 132 SMs: 1.3 waves); session 45's one-wave form (two
@@ -13,7 +13,9 @@
  *   3  half a piece a thread (8 bytes of x_0 and y_0), twice the blocks
  *   4  no gate: g = x_0 + y_0, the same bytes (the memory floor of this traffic and grid)
  * Each line gives the blocks an SM (the occupancy query) and registers, the grid, us and GB/s of
- * the 3n bf16 moved. Build and run (sm_90a):
+ * the 3n bf16 moved. Session 46's answer (H200): forms 0, 1 and 3 within 0.4 us of each other, 2
+ * slower, 4 only 1.1 us faster: a pass this short costs about 7 us whatever it computes, so the
+ * grid is not what holds fwd_prep. Build and run (sm_90a):
  *   nvcc -std=c++17 -O3 -lineinfo -Icsrc -gencode=arch=compute_90a,code=sm_90a -DFC_SM90A=1 \
  *       benchmarks/lab/gate_rate.cu -o gate_rate && ./gate_rate
  */
