@@ -1,9 +1,9 @@
 /* gate_rate.cu — how fast can the bf16 forward's gate product g = Phi(x_0) Phi(y_0) be written,
- * and what holds fwd_prep at a quarter of the copy rate there (session 45's ncu)? At Cl(2,0) bf16 (W read as stored)
- * fwd_prep is the gate alone: 1024 blocks of one 16-byte piece a thread, 6.1 us for 12 MB in the
- * held timeline (NOTES_FCGP.md session 46). Its blocks carry wst_block's 33 KB shared tile and 40
- * registers, so 6 fit an SM (792 slots on 132 SMs: 1.3 waves); session 45's one-wave form (two
- * pieces a thread, 46 registers) measured slower, not faster.
+ * and what holds fwd_prep at a quarter of the copy rate there (session 45's ncu)? At Cl(2,0) bf16
+ * (W read as stored) fwd_prep is the gate alone: 1024 blocks of one 16-byte piece a thread, 6.1 us
+ * for 12 MB in the held timeline (NOTES_FCGP.md session 46). Its blocks carry wst_block's 33 KB
+ * shared tile and 40 registers, so 6 fit an SM (792 slots on 132 SMs: 1.3 waves); session 45's
+ * one-wave form (two pieces a thread, 46 registers) measured slower, not faster.
  *
  * Each variant writes g over n = B N_in values (B 4096, N_in 512 unless argv[1] gives n) after
  * an L2 flush, best of five launches, and its g is checked against variant 0's bit for bit:
@@ -51,7 +51,8 @@ __global__ void __launch_bounds__(kThreads, 8) gate_8(const E *x0, const E *y0, 
 __global__ void __launch_bounds__(kThreads) gate_half(const E *x0, const E *y0, E *g, int64_t n)
 {
     constexpr int V = kPiece / 2;
-    for (int64_t i = ((int64_t)blockIdx.x * kThreads + threadIdx.x) * V; i < n; i += (int64_t)gridDim.x * kThreads * V) {
+    for (int64_t i = ((int64_t)blockIdx.x * kThreads + threadIdx.x) * V; i < n;
+         i += (int64_t)gridDim.x * kThreads * V) {
         const uint2 xv = __ldg((const uint2 *)(x0 + i)), yv = __ldg((const uint2 *)(y0 + i));
         const E *xe = (const E *)&xv, *ye = (const E *)&yv;
         alignas(8) E ge[V];
