@@ -1,7 +1,7 @@
 """The Hopper labs (benchmarks/lab/: the wgmma lab, the rate labs of NOTES_FCGP.md session 19,
 gz's spill lab of session 37, the one-path gW lab of session 41, the racecheck lab of session
-43, the initcheck lab of session 44 and the gate-product lab of session 46) include the sm_90a PTX headers (csrc/cuda/wgmma.cuh, tma.cuh) and
-the FCGP kernels' pieces.
+43, the initcheck lab of session 44 and the gate-product lab of session 46) include the sm_90a
+PTX headers (csrc/cuda/wgmma.cuh, tma.cuh) and the FCGP kernels' pieces.
 Compile them for sm_90a here, so CI (no GPU, but nvcc) catches a header or lab that no longer
 assembles, or warns. Their results need the H100 (docs/testing.md)."""
 
