@@ -13,7 +13,10 @@
  * no block barriers: this is an upper bound on what a kernel of that shape can reach.
  *   pure<MODE, N, NW>: NW wgmmas on fixed A registers, one commit and wait: the tensor ceiling.
  *   comp<ID, MODE, N, JW, J0>: warpgroup w takes components J0 + w JW .. + JW - 1 (the library's
- *   shape is JW = D / 2, N = 512 / D); a wait per component, as wg_step.
+ *   shape is JW = D / 2, N = 512 / D); a wait per component, as wg_step. MN (bf16, N 64 or 128):
+ *   the W tiles read MN-major in the 128-byte swizzle (WLayoutMN's descriptor: the bf16 forward
+ *   reading W as stored, FLASHCLIFFORD_FCGP_FWD_WMN) instead of K-major in the 32-byte one, the
+ *   same bytes a wgmma (session 47: is the MN-major read what costs WMN 5-7% at N 64?).
  *   perj<ID, MODE, N, J0>: one component a warpgroup, a step's A formed while the step before
  *   still runs (two A register sets, wait<1>, as gw_step).
  *   gwloop<ID, MODE, KK, GR, RN, LDS>: the weight gradient's own step (gw_step) on two static
@@ -98,7 +101,7 @@ template <int MODE, int N, int NW> __global__ void __launch_bounds__(256, 1) pur
 
 /* component j's pairs: form their A fragments into a, fence, issue their wgmmas on acc (path p
  * reads W tile p % kPW) and commit them, as wg_step does at N = 512 / D */
-template <int ID, int MODE, int N, int j, int nq, bool RN = false>
+template <int ID, int MODE, int N, int j, int nq, bool RN = false, bool MN = false>
 __device__ __forceinline__ void form_issue(float (&acc)[N / 2], uint32_t (&a)[nq][4], const Frags<AlgebraTraits<ID>::D> &f,
                                            uint32_t w)
 {
@@ -107,13 +110,17 @@ __device__ __forceinline__ void form_issue(float (&acc)[N / 2], uint32_t (&a)[nq
     wg::fence();
     static_for<nq>([&](auto u) {
         constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
-        wg::MmaRS<MODE, N>::run(acc, a[decltype(u)::value], wg::desc_kmajor_swz<32>(w + (p % kPW) * N * 32), 1);
+        if constexpr (MN) /* kPW paths' 1024-byte atoms a K group, the 64-column atoms 2 kPW KB apart */
+            wg::MmaRS<MODE, N, 1>::run(acc, a[decltype(u)::value],
+                                       wg::desc_mn_sw128(w + (p % kPW) * 1024, 2 * kPW * 1024, kPW * 1024), 1);
+        else
+            wg::MmaRS<MODE, N>::run(acc, a[decltype(u)::value], wg::desc_kmajor_swz<32>(w + (p % kPW) * N * 32), 1);
     });
     wg::commit();
 }
 
 /* the library's loop shape at any N and components a warpgroup */
-template <int ID, int MODE, int N, int JW, int J0, bool LDS = true, bool RN = false>
+template <int ID, int MODE, int N, int JW, int J0, bool LDS = true, bool RN = false, bool MN = false>
 __global__ void __launch_bounds__(256, 1) comp(int steps, float *sink)
 {
     constexpr int D = AlgebraTraits<ID>::D;
@@ -135,7 +142,7 @@ __global__ void __launch_bounds__(256, 1) comp(int steps, float *sink)
                 constexpr int j = J0 + WG * JW + decltype(jj)::value;
                 constexpr int nq = Plans<ID>::pair.jbegin[j + 1] - Plans<ID>::pair.jbegin[j];
                 uint32_t a[nq][4];
-                form_issue<ID, MODE, N, j, nq, RN>(acc[decltype(jj)::value], a, f, w);
+                form_issue<ID, MODE, N, j, nq, RN, MN>(acc[decltype(jj)::value], a, f, w);
                 wg::wait<0>();
             });
         };
@@ -266,20 +273,23 @@ template <int MODE, int N, int NW> void run_pure()
 }
 
 /* the components J0 .. of all launches that together cover 0 .. D - 1 */
-template <int ID, int MODE, int N, int JW, bool LDS = true, bool RN = false> void run_comp(const char *name)
+template <int ID, int MODE, int N, int JW, bool LDS = true, bool RN = false, bool MN = false> void run_comp(const char *name)
 {
+    static_assert(!MN || (MODE == kBF16 && N % 64 == 0 && kPW * N * 32 >= 2 * kPW * 1024 * (N / 64)),
+                  "MN-major: bf16, whole 64-column atoms inside the W region");
     constexpr int D = AlgebraTraits<ID>::D, L = D / (2 * JW);
     double fl = 0, ms = 0;
     host_for<L>([&](auto l) {
         constexpr int J0 = decltype(l)::value * 2 * JW;
         constexpr int smem = smem_bytes<D, N>();
-        prep(comp<ID, MODE, N, JW, J0, LDS, RN>, smem);
+        prep(comp<ID, MODE, N, JW, J0, LDS, RN, MN>, smem);
         Timer tm;
-        ms += tm.ms([&] { comp<ID, MODE, N, JW, J0, LDS, RN><<<g_sms, 256, smem>>>(kSteps, g_sink); });
+        ms += tm.ms([&] { comp<ID, MODE, N, JW, J0, LDS, RN, MN><<<g_sms, 256, smem>>>(kSteps, g_sink); });
         fl += (double)g_sms * kSteps * comp_flops<ID, MODE, N>(J0, 2 * JW);
     });
-    printf("comp  %s %s N %3d, %d components a warpgroup%s%s: %7.1f TF/s\n", name, MODE == kTF32 ? "tf32" : "bf16", N,
-           JW, LDS ? "" : ", fragments loaded once", RN ? ", products rounded (cvt.rna)" : "", fl / ms / 1e9);
+    printf("comp  %s %s N %3d, %d components a warpgroup%s%s%s: %7.1f TF/s\n", name, MODE == kTF32 ? "tf32" : "bf16",
+           N, JW, LDS ? "" : ", fragments loaded once", RN ? ", products rounded (cvt.rna)" : "",
+           MN ? ", W MN-major (128-byte swizzle)" : "", fl / ms / 1e9);
 }
 
 template <int ID, int MODE, int N> void run_perj(const char *name)
@@ -353,6 +363,7 @@ int main()
     run_comp<1, kTF32, 256, 1>("Cl(3,0)");
     run_perj<1, kTF32, 256>("Cl(3,0)");
     run_comp<1, kBF16, 64, 4>("Cl(3,0)");
+    run_comp<1, kBF16, 64, 4, true, false, true>("Cl(3,0)"); /* the Cl(3,0) bf16 forward under WMN */
     run_comp<1, kBF16, 64, 4, false>("Cl(3,0)");
     run_comp<1, kBF16, 128, 2>("Cl(3,0)");
     run_comp<1, kBF16, 256, 1>("Cl(3,0)");
@@ -362,6 +373,7 @@ int main()
     run_comp<0, kTF32, 256, 1>("Cl(2,0)");
     run_perj<0, kTF32, 256>("Cl(2,0)");
     run_comp<0, kBF16, 128, 2>("Cl(2,0)");
+    run_comp<0, kBF16, 128, 2, true, false, true>("Cl(2,0)"); /* the Cl(2,0) bf16 forward (WMN, the default) */
     run_comp<0, kBF16, 256, 1>("Cl(2,0)");
     run_perj<0, kBF16, 256>("Cl(2,0)");
     CK(cudaFree(g_sink));

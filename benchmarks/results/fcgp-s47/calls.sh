@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Session 47's device calls (kind nvidia-h200: no H100 kind lent; carry [".nvcc_cache.tgz", ".labbin"],
+# timeout 600). Run as `bash benchmarks/results/fcgp-s47/calls.sh X 2>&1 | tee $OUT/output_tail.txt`.
+#   A: (1) benchmarks/lab/wgmma_rate.cu, its new MN variant: the bf16 forward's copy-free loop with W
+#      read MN-major (128-byte swizzle, W as stored) against K-major (W^T), N 64 (Cl(3,0)) and 128
+#      (Cl(2,0)): is the MN-major read what costs the Cl(3,0) bf16 forward 5-7% under
+#      FLASHCLIFFORD_FCGP_FWD_WMN=1 (sessions 34-35)? The binary is built here (.labbin, carried).
+#      (2) W as stored multicast in 1 x 2 (new: FLASHCLIFFORD_FCGP_FWD_CLUSTER=3 with WMN), the bf16
+#      cells under the default, CLUSTER=3, WMN=1 and WMN=1 CLUSTER=3, alternating, twice each.
+#      (3) the layout test (bitwise against the default over every cluster shape) under the default
+#      and WMN=1, and memcheck over the Hopper cases under CLUSTER=3.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
+case "${1:-}" in
+A)
+    begin
+    if ! .labbin/wgmma_rate >"$R/rate.txt" 2>&1; then
+        echo "carried lab failed: $(tail -n 2 "$R/rate.txt"); building it here"
+        lab_build wgmma_rate && "$T/wgmma_rate" >"$R/rate.txt" 2>&1
+    fi
+    grep -E "^pure  bf16|^comp .*bf16" "$R/rate.txt"
+    for r in 1 2; do
+        for s in "" "FLASHCLIFFORD_FCGP_FWD_CLUSTER=3" "FLASHCLIFFORD_FCGP_FWD_WMN=1" \
+            "FLASHCLIFFORD_FCGP_FWD_WMN=1 FLASHCLIFFORD_FCGP_FWD_CLUSTER=3"; do
+            room 40 "parts $s" || break
+            echo "=== ${s:-defaults}, run $r"
+            env $s timeout 40 python3 benchmarks/fcgp_parts.py --reps 20 --kernels \
+                --cells 2,bfloat16,4096,512 3,bfloat16,4096,512 2>&1 | grep -v -i warn |
+                tee "$R/parts_${r}_$(echo "${s:-default}" | tr ' =' '_-').txt" | grep -E "bmm|forward|fwd_"
+        done
+    done
+    room 90 "layout tests" && tests_in layout "" tests/test_gpu_fcgp_sm90.py -k "layouts_and_clusters or deterministic"
+    room 90 "layout tests, WMN=1" && tests_in layout_wmn1 FLASHCLIFFORD_FCGP_FWD_WMN=1 tests/test_gpu_fcgp_sm90.py \
+        -k "layouts_and_clusters or deterministic or matrix"
+    room 90 "memcheck, 1 x 2" && FLASHCLIFFORD_FCGP_FWD_CLUSTER=3 sanitize memcheck 80
+    pack
+    ;;
+*)
+    echo "usage: $0 A"; exit 2 ;;
+esac
