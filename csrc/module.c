@@ -319,9 +319,9 @@ static PyMethodDef module_methods[] = {
     {"_fcgp_sm90_fwd_cluster", fcgp_sm90_fwd_cluster, METH_VARARGS,
      "_fcgp_sm90_fwd_cluster(shape=-1)\n--\n\n"
      "The Hopper FCGP forward's cluster shape: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_CLUSTER at start-up "
-     "otherwise), 1 one CTA, 2 two column tiles sharing x and y, 3 two row tiles sharing W^T (or W as "
-     "stored); bitwise the same result under each. shape >= 0 sets it; returns the setting. Process-wide; "
-     "for tests and measurements."},
+     "otherwise), 1 one CTA, 2 two column tiles sharing x and y, 3 two row tiles sharing W^T; bitwise the "
+     "same result under each. shape >= 0 sets it; returns the setting. Process-wide; for tests and "
+     "measurements."},
     {"_fcgp_sm90_fwd_norm_wait", fcgp_sm90_fwd_norm_wait, METH_VARARGS,
      "_fcgp_sm90_fwd_norm_wait(us=-1)\n--\n\n"
      "How long (microseconds, at most 10000) a tile of the Hopper FCGP forward waits for the rest of its "

@@ -707,10 +707,10 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     /* the cluster: CN column tiles sharing x, y (multicast), CM row tiles sharing W^T */
     const int shape = fwd_cluster(C::D, MODE, bulk);
     const unsigned CN = shape == 2 ? 2 : 1, CM = shape == 3 ? 2 : 1;
-    /* bf16 in one CTA or 1 x 2: W as stored, read MN-major (fwd_tma_kernel's WMN), where a map of it
-     * can be made (rows of whole 16-byte pieces from a 16-byte aligned start): no W^T to prepare */
+    /* bf16 in one CTA: W as stored, read MN-major (fwd_tma_kernel's WMN), where a map of it can be
+     * made (rows of whole 16-byte pieces from a 16-byte aligned start): no W^T to prepare */
     const int wmn_at = fwd_w_mn();
-    const bool wmn = MODE == kBF16 && bulk && CN == 1 && (wmn_at == 1 || (wmn_at == 2 && C::NT >= 128)) &&
+    const bool wmn = MODE == kBF16 && bulk && shape == 1 && (wmn_at == 1 || (wmn_at == 2 && C::NT >= 128)) &&
                      No % 8 == 0 && (uintptr_t)w % 16 == 0;
     const bool prep = bulk && (!wmn || norm || a->gate); /* fwd_prep runs, and the GEMM follows it by PDL */
     if (prep) { /* W^T in stage order (unless wmn), g and the zeroed flags in one launch */
@@ -795,8 +795,7 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         };
         if constexpr (MODE == kBF16)
             if (wmn)
-                return shape == 3 ? launch(fwd_tma_kernel<ID, MODE, 1, 2, GT, Tout, true, true>, smem)
-                                  : one_cta(std::true_type{});
+                return one_cta(std::true_type{});
         if (shape == 2)
             return launch(fwd_tma_kernel<ID, MODE, 2, 1, GT, Tout>, smem);
         if (shape == 3)

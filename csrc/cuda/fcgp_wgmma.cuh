@@ -743,8 +743,7 @@ static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * 168, "the launch's 65536 
 
 /* WMN (bf16): W as stored, through wmap (wmn_map of fcgp_sm90a.cu: boxes of 64 columns x a K
  * group's 8 permuted rows x P / 2 paths, SWIZZLE_128B; WLayoutMN), read MN-major by the wgmmas:
- * no W^T to prepare; in one CTA or, multicast, in 1 x 2 (CM = 2: each row tile of the pair
- * brings half the paths' boxes to both, as it does W^T's halves). PIPE: wg_step's components in two A register sets, each formed while the
+ * no W^T to prepare. PIPE: wg_step's components in two A register sets, each formed while the
  * one before's wgmmas run. */
 template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true, bool WMN = false,
           bool PIPE = false>
@@ -762,8 +761,8 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     constexpr int PH = P / 2, WHALF = PH * C::NT * 32;
     static_assert(P % 2 == 0 && (C::NT * 32) % 256 == 0, "W^T halves and swizzle tiles aligned");
     static_assert(C::XB % 256 == 0, "W^T tiles start on a swizzle pattern's boundary");
-    static_assert(!WMN || (MODE == kBF16 && C::NT % 64 == 0 && C::XB % 1024 == 0 && CN == 1),
-                  "W as stored: bf16, whole 64-column atoms on 1024-byte boundaries, one CTA or 1 x 2");
+    static_assert(!WMN || (MODE == kBF16 && C::NT % 64 == 0 && C::XB % 1024 == 0 && CS == 1),
+                  "W as stored: bf16, whole 64-column atoms on 1024-byte boundaries, one CTA");
     using WT = std::conditional_t<WMN, WLayoutMN<P>, WLayout<C::NT * 32, 0, 256, true>>;
     static_assert(CN <= 2 && CM <= 2, "one CTA a tile half");
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -817,20 +816,14 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
             else if (cx == 0)
                 tma::load_3d_multicast(buf + GOFF, &gmap, k0, m0, 0, bar, row_mask);
         }
-        if constexpr (WMN) { /* W as stored: atom a, K group kg of half h at ((2 a + kg) P + h PH) 1024;
-                              * in 1 x 2 each CTA brings half h = cy to both */
+        if constexpr (WMN) { /* W as stored: atom a, K group kg of half h at ((2 a + kg) P + h PH) 1024 */
 #pragma unroll
             for (int a = 0; a < C::NT / 64; ++a)
 #pragma unroll
                 for (int kg = 0; kg < 2; ++kg) {
                     unsigned char *wa = buf + 2 * C::XB + (2 * a + kg) * P * 1024;
-                    if constexpr (CM == 1 || !MC) {
-                        tma::load_5d(wa, &wmap, n0 + 64 * a, 0, kg, k0 / 4, 0, bar);
-                        tma::load_5d(wa + PH * 1024, &wmap, n0 + 64 * a, 0, kg, k0 / 4, PH, bar);
-                    } else {
-                        tma::load_5d_multicast(wa + cy * PH * 1024, &wmap, n0 + 64 * a, 0, kg, k0 / 4, cy * PH, bar,
-                                               col_mask);
-                    }
+                    tma::load_5d(wa, &wmap, n0 + 64 * a, 0, kg, k0 / 4, 0, bar);
+                    tma::load_5d(wa + PH * 1024, &wmap, n0 + 64 * a, 0, kg, k0 / 4, PH, bar);
                 }
         } else if (wcb) { /* stage order: contiguous halves */
             const unsigned char *wsrc = wcb + (size_t)s * C::WB;

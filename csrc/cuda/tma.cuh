@@ -188,7 +188,7 @@ __device__ __forceinline__ void load_4d(void *dst, const CUtensorMap *map, int c
 #endif
 }
 
-/* The same for a 5-D tensor map, and with multicast as load_3d_multicast. */
+/* The same for a 5-D tensor map, without multicast. */
 __device__ __forceinline__ void load_5d(void *dst, const CUtensorMap *map, int c0, int c1, int c2, int c3, int c4,
                                         uint64_t *bar)
 {
@@ -196,18 +196,6 @@ __device__ __forceinline__ void load_5d(void *dst, const CUtensorMap *map, int c
     asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
                  "%5, %6}], [%7];\n" ::"r"(smem_u32(dst)),
                  "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem_u32(bar))
-                 : "memory");
-#else
-    __trap();
-#endif
-}
-__device__ __forceinline__ void load_5d_multicast(void *dst, const CUtensorMap *map, int c0, int c1, int c2, int c3,
-                                                  int c4, uint64_t *bar, uint16_t mask)
-{
-#if FC_HAVE_TMA
-    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-                 "[%0], [%1, {%2, %3, %4, %5, %6}], [%7], %8;\n" ::"r"(smem_u32(dst)),
-                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem_u32(bar)), "h"(mask)
                  : "memory");
 #else
     __trap();
