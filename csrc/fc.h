@@ -149,6 +149,10 @@ int fc_fcgp_sm90_bwd_go_fused(int mode);
 /* ... and its cluster shape: shape >= 0 sets it (0 by the rule, 1 one CTA, 2 two column tiles,
  * 3 two row tiles); returns the setting (initially FLASHCLIFFORD_FCGP_FWD_CLUSTER, else 0). */
 int fc_fcgp_sm90_fwd_cluster(int shape);
+/* ... and its component groups at D 8: groups >= 0 sets it (0 by the rule, 1 every component a
+ * CTA, 2 half the components a CTA over twice the columns); returns the setting (initially
+ * FLASHCLIFFORD_FCGP_FWD_GROUPS, else 0). */
+int fc_fcgp_sm90_fwd_groups(int groups);
 /* The launch shape the CUDA SGP takes for a's algebra, dtype, B and N_in on a->device with
  * aligned inputs (diagnostics and tuning): out = threads a row, rows a block, input stages,
  * mode (0 resident, 1 long with shared weights, 2 long), grid, shared-memory bytes. */

@@ -218,6 +218,12 @@ static PyObject *fcgp_sm90_fwd_cluster(PyObject *module, PyObject *args)
     (void)module;
     return choice_call(args, "|i:_fcgp_sm90_fwd_cluster", 3, "0 (by the rule), 1, 2 or 3", fc_fcgp_sm90_fwd_cluster);
 }
+/* _fcgp_sm90_fwd_groups(groups=-1): set the component groups when groups >= 0; returns the setting */
+static PyObject *fcgp_sm90_fwd_groups(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return choice_call(args, "|i:_fcgp_sm90_fwd_groups", 2, "0 (by the rule), 1 or 2", fc_fcgp_sm90_fwd_groups);
+}
 /* The C API's numeric settings from Python: one optional integer (-1, leave it, when absent),
  * passed to get_set, which sets the setting when the value is >= 0 and returns it. */
 static PyObject *number_call(PyObject *args, const char *format, long long (*get_set)(long long))
@@ -316,6 +322,12 @@ static PyMethodDef module_methods[] = {
      "idle (on unless FLASHCLIFFORD_FCGP_BWD_PDL=0 at start-up; off: plain stream order, bitwise the same "
      "result): None leaves it, True/False sets it; returns its state. Process-wide; for tests and "
      "measurements."},
+    {"_fcgp_sm90_fwd_groups", fcgp_sm90_fwd_groups, METH_VARARGS,
+     "_fcgp_sm90_fwd_groups(groups=-1)\n--\n\n"
+     "The Hopper FCGP forward's component groups at D = 8: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_GROUPS at "
+     "start-up otherwise; today 1), 1 a CTA computes every output component of 64 columns, 2 half of them "
+     "over 128 columns (with W^T in stage order, in one CTA). groups >= 0 sets it; returns the setting. "
+     "Process-wide; for tests and measurements."},
     {"_fcgp_sm90_fwd_cluster", fcgp_sm90_fwd_cluster, METH_VARARGS,
      "_fcgp_sm90_fwd_cluster(shape=-1)\n--\n\n"
      "The Hopper FCGP forward's cluster shape: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_CLUSTER at start-up "

@@ -23,6 +23,7 @@ int fc_fcgp_sm90_gw_pseq(int mode) { (void)mode; return 0; }
 int fc_fcgp_sm90_bwd_go_fused(int mode) { (void)mode; return 0; }
 long long fc_fcgp_sm90_bwd_go_rows(long long rows) { (void)rows; return 0; }
 int fc_fcgp_sm90_fwd_cluster(int shape) { (void)shape; return 0; }
+int fc_fcgp_sm90_fwd_groups(int groups) { (void)groups; return 0; }
 
 int fc_cuda_compiled(void) { return 0; }
 int fc_cuda_device_count(void) { return 0; }

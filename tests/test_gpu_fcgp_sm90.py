@@ -233,6 +233,60 @@ def test_weight_layouts_and_clusters_agree(sm90_on, alg, mode, normalize):
         assert_mode(np64(want[0]), reference.fcgp_np(*args, alg, normalize), mode, "out", sens)
 
 
+# The forward in two component groups (_C._fcgp_sm90_fwd_groups(2), Cl(3,0) only): a CTA computes
+# half the output components over 128 columns, W^T's paths in slot order. Each output takes the same
+# products in the same K order as the default's, so without the norm the result is the default's bit
+# for bit; with it the grade sums run over 128-column partials instead of 64-column ones, so the norm
+# differs in its last bits: there the float64 reference judges, and the default is within rounding.
+# The shapes: LAYOUT_SHAPES' tails (N_out 1, 70, 104, 136, 200: a last 128-column block part empty,
+# a row tile past B) and a zero wait, so that tiles give up and the last one scales the rest.
+def _fwd_kernel_names(fn):
+    """The forward GEMM kernels fn launches, by torch.profiler's names."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events() if "fwd_tma_kernel" in e.name}
+
+
+@pytest.mark.parametrize("normalize", [True, False], ids=["norm", "plain"])
+@pytest.mark.parametrize("mode", MODES)
+def test_component_groups_agree(sm90_on, mode, normalize):
+    alg = fc.Algebra(3)
+    dtype, precision = FCGP_MODES[mode][:2]
+    before = fc._C._fcgp_sm90_fwd_groups(), fc._C._fcgp_sm90_fwd_norm_wait()
+    try:
+        for b, n_in, n_out in LAYOUT_SHAPES:
+            x, y, w, _ = make_fcgp(alg, (b,), n_in, n_out, dtype, seed_for(f"sm90-groups/{b}") % 997)
+            fc._C._fcgp_sm90_fwd_groups(1)
+            want = _forward_layout(True, 1, alg, x, y, w, precision, normalize)
+            args = [np64(t) for t in (x, y, w)]
+
+            def sens(u, args=args):
+                return input_sensitivity(lambda *a: reference.fcgp_np(*a, alg, normalize), *args, samples=10, u=u)
+
+            assert fc._C._fcgp_sm90_fwd_groups(2) == 2
+            names = _fwd_kernel_names(lambda: _forward_layout(True, 1, alg, x, y, w, precision, normalize))
+            assert names and all(n.rstrip(")").split("(")[0].endswith(", 2>") for n in names), names
+            for wait_us in (100, 0) if normalize else (100,):
+                fc._C._fcgp_sm90_fwd_norm_wait(wait_us)
+                got = _forward_layout(True, 1, alg, x, y, w, precision, normalize)
+                assert not torch.isnan(got[0]).any()
+                if not normalize:
+                    assert torch.equal(got[0], want[0]), (b, n_in, n_out, "out")
+                    continue
+                assert_mode(np64(got[0]), reference.fcgp_np(*args, alg, normalize), mode, "out", sens)
+                torch.testing.assert_close(got[1], want[1], rtol=1e-5, atol=1e-6)
+                tol = 1e-2 if dtype == torch.bfloat16 else 1e-5
+                torch.testing.assert_close(got[0].float(), want[0].float(), rtol=tol, atol=tol)
+            # the same inputs twice: the same bits
+            again = _forward_layout(True, 1, alg, x, y, w, precision, normalize)
+            assert torch.equal(again[0], got[0])
+    finally:
+        fc._C._fcgp_sm90_fwd_groups(before[0])
+        fc._C._fcgp_sm90_fwd_norm_wait(before[1])
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_unaligned_rows_fall_back(sm90_on, mode):
     # N_in = 36: tf32 rows of 144 bytes (copy engine), bf16 rows of 72 (mma.sync); both correct

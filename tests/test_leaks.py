@@ -108,6 +108,7 @@ ENTRY_POINTS = {
     "fcgp_sm90_go_fused": lambda: fc._C._fcgp_sm90_bwd_go_fused(fc._C._fcgp_sm90_bwd_go_fused()),
     "error_go_fused_mode": _raises(lambda: fc._C._fcgp_sm90_bwd_go_fused(3)),  # choice_call's range
     "error_fwd_cluster_shape": _raises(lambda: fc._C._fcgp_sm90_fwd_cluster(4)),
+    "error_fwd_groups": _raises(lambda: fc._C._fcgp_sm90_fwd_groups(3)),
     "error_gw_pseq_mode": _raises(lambda: fc._C._fcgp_sm90_gw_pseq(4)),
     "error_ws_device": _raises(lambda: fc._C.workspace_size("fcgp", 0, 1, "float32", 8, 8, 8, device=-1)),
     "error_dlpack_raises": _raises(lambda: fc.ops.sgp_forward(X, RAISES, W, 3)),  # chained exception

@@ -108,5 +108,38 @@ template <int ID> struct Plans {
     static_assert(path.max_nx <= 8 && path.max_ny <= 8 && path.max_nj <= 8, "path component lists hold 8");
 };
 
+/* The paths in slot order: by output grade, stably. gz's prepared W copy lies in it, so that an output
+ * component's paths are side by side (fcgp_wgmma_gz.cuh), and so does the forward's W^T in stage
+ * order where a CTA takes a group of components (Cfg's CG, fcgp_wgmma.cuh), so that a group's paths
+ * are one run. */
+struct PathSlots {
+    unsigned char path[FC_MAX_P];  /* slot -> path */
+    unsigned char slot[FC_MAX_P];  /* path -> slot */
+    unsigned char first[FC_MAX_D]; /* j -> the slot of its first pair */
+    bool ok;                       /* every j's pairs lie in consecutive slots, in pair order */
+};
+template <int ID> constexpr PathSlots make_path_slots()
+{
+    const AlgebraTable &tb = AlgebraTraits<ID>::table;
+    const auto &pl = Plans<ID>::pair;
+    PathSlots s{};
+    int grade_out[FC_MAX_P] = {}, n = 0;
+    for (int t = 0; t < tb.T; ++t)
+        grade_out[tb.term[t].path] = tb.grade[tb.term[t].j];
+    for (int g = 0; g < tb.G; ++g)
+        for (int p = 0; p < tb.P; ++p)
+            if (grade_out[p] == g) {
+                s.path[n] = (unsigned char)p;
+                s.slot[p] = (unsigned char)n++;
+            }
+    s.ok = n == tb.P;
+    for (int j = 0; j < tb.D; ++j) {
+        s.first[j] = s.slot[pl.pp[pl.jbegin[j]]];
+        for (int q = pl.jbegin[j]; q < pl.jbegin[j + 1]; ++q)
+            s.ok = s.ok && s.slot[pl.pp[q]] == s.first[j] + (q - pl.jbegin[j]);
+    }
+    return s;
+}
+
 } // namespace fcgp
 } // namespace fc

@@ -117,13 +117,28 @@ bool eligible(const fc_args *a, int mode, int operand_bytes)
     return f.cc_major == 9 && f.cc_minor == 0;
 }
 
+} // namespace
+
+namespace {
+std::atomic<int> g_fwd_groups{-1}; /* FLASHCLIFFORD_FCGP_FWD_GROUPS: 1 or 2; 0: the rule */
+}
+/* The forward's component groups (Cfg's CG): 2 (a CTA computes half the output components over
+ * 128 columns) at D 8 where W^T comes in stage order, under setting 2; else 1. Setting 0, the
+ * default, is 1 until measured otherwise. FLASHCLIFFORD_FCGP_FWD_GROUPS at start-up or
+ * set_fwd_groups. */
+int fwd_groups_setting() { return env_choice(g_fwd_groups, "FLASHCLIFFORD_FCGP_FWD_GROUPS", 1, 2, 0); }
+void set_fwd_groups(int groups) { g_fwd_groups.store(groups >= 1 && groups <= 2 ? groups : 0); }
+int fwd_groups(int D) { return D == 8 && fwd_groups_setting() == 2 && fwd_w_bulk() ? 2 : 1; }
+
+namespace {
+/* the forward's tile columns under the current setting, and its column blocks */
+int64_t fwd_cols(const fc_args *a) { return (int64_t)tile_cols(a->alg->D) * fwd_groups(a->alg->D); }
 /* fwd_prep's blocks of W^T in stage order: column blocks x groups of kPrepSteps steps (of 32
  * bytes of N_in in the operand mode) x paths */
 int64_t wst_blocks(const fc_args *a, int mode)
 {
-    return cdiv(a->N_out, tile_cols(a->alg->D)) * cdiv(cdiv(a->N_in, kSteps(mode)), kPrepSteps) * a->alg->P;
+    return cdiv(a->N_out, fwd_cols(a)) * cdiv(cdiv(a->N_in, kSteps(mode)), kPrepSteps) * a->alg->P;
 }
-
 } // namespace
 
 bool compiled() { return FC_SM90A != 0; }
@@ -373,7 +388,10 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
 /* W^T's bytes, rounded up to 256 so that g after it stays aligned for the copy engine */
 size_t wt_bytes(const fc_args *a, int mode, int operand_bytes)
 {
-    const int64_t nip = whole_steps(a->N_in, mode), nop = colblocks(a) * tile_cols(a->alg->D);
+    /* N_out padded to whole column blocks of either tile width (D 8: 64 or 128 under
+     * FLASHCLIFFORD_FCGP_FWD_GROUPS), so that a setting changed after sizing still fits */
+    const int64_t tc = tile_cols(a->alg->D), nip = whole_steps(a->N_in, mode);
+    const int64_t nop = std::max(cdiv(a->N_out, tc) * tc, cdiv(a->N_out, 2 * tc) * 2 * tc);
     return up256((size_t)a->alg->P * (size_t)nop * (size_t)nip * (size_t)operand_bytes);
 }
 } // namespace
@@ -389,9 +407,13 @@ size_t g_bytes(const fc_args *a, int operand_bytes)
     return a->gate ? up256((size_t)a->B * (size_t)a->N_in * (size_t)operand_bytes) : 0;
 }
 /* kNorm's flags: a count a row block, then a state a tile, over the grid rounded up to whole
- * clusters (at most 2 x 2) */
+ * clusters (at most 2 x 2) or of two component groups (twice the 128-column blocks) */
 int64_t norm_rows(const fc_args *a) { return cdiv(cdiv(a->B, kRows), 2) * 2; }
-int64_t norm_flags(const fc_args *a) { return norm_rows(a) * (1 + cdiv(colblocks(a), 2) * 2); }
+int64_t norm_flags(const fc_args *a)
+{
+    const int64_t tc = tile_cols(a->alg->D);
+    return norm_rows(a) * (1 + std::max(cdiv(cdiv(a->N_out, tc), 2) * 2, 2 * cdiv(a->N_out, 2 * tc)));
+}
 
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
 {
@@ -399,7 +421,7 @@ size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
            (a->normalize ? (size_t)norm_flags(a) * sizeof(int) : 0);
 }
 
-int64_t colblocks(const fc_args *a) { return cdiv(a->N_out, tile_cols(a->alg->D)); }
+int64_t colblocks(const fc_args *a) { return cdiv(a->N_out, fwd_cols(a)); }
 
 bool aligned(const void *x, const void *y, const void *o)
 {
@@ -449,7 +471,7 @@ __global__ void __launch_bounds__(256) prep_wt(const Elem<MODE> *__restrict__ w,
  * transpose with 4-byte stores took 30 us for Cl(3,0) W^T, twice its traffic's time. */
 template <int MODE, int NT>
 __device__ __forceinline__ void wst_block(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wst, int P,
-                                          int Ni, int No, int steps, int cb, int sg, int p)
+                                          int Ni, int No, int steps, int cb, int sg, int p, int slot)
 {
     using E = Elem<MODE>;
     constexpr int KS = kSteps(MODE), HALF = KS / 2, ROWS = kPrepSteps * KS;
@@ -495,21 +517,23 @@ __device__ __forceinline__ void wst_block(const Elem<MODE> *__restrict__ w, Elem
 #pragma unroll
         for (int i = 0; i < HALF; ++i)
             e[i] = tile[sl * KS + c0 + i][n];
-        /* wst_offset puts physical column c0 at the start of stored half h */
-        *(uint4 *)(wst + wst_offset<MODE>(P, NT, steps, cb, s, p, n, c0)) = *(const uint4 *)e;
+        /* wst_offset puts physical column c0 at the start of stored half h; path p at its slot */
+        *(uint4 *)(wst + wst_offset<MODE>(P, NT, steps, cb, s, slot, n, c0)) = *(const uint4 *)e;
     }
 }
 
 /* The forward's preparations in one launch (two kernel boundaries fewer than a kernel each):
  * blocks [0, wblocks) W^T in stage order (wst_block; wblocks = column blocks x step groups x P, or
- * 0 where the bf16 GEMM reads W as stored),
+ * 0 where the bf16 GEMM reads W as stored; path p in stage slot order.slot[p]: p itself, or the
+ * slot order of component groups),
  * the rest the gate product g when gate (MVGELU: gate_pieces, n = B N_in values), and block 0
  * also zeroes the norm's nflags counts and states (flags). */
 template <int MODE, int NT>
 __global__ void __launch_bounds__(256) fwd_prep(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wst,
                                                  int P, int Ni, int No, int steps, int64_t wblocks,
                                                  const Elem<MODE> *__restrict__ x0, const Elem<MODE> *__restrict__ y0,
-                                                 Elem<MODE> *__restrict__ g, int64_t n, int *flags, int nflags)
+                                                 Elem<MODE> *__restrict__ g, int64_t n, int *flags, int nflags,
+                                                 PathSlots order)
 {
     const int64_t b = blockIdx.x;
     pdl::open(); /* the forward GEMM may start beside it (fwd_pdl), waiting for it before its copies */
@@ -518,21 +542,22 @@ __global__ void __launch_bounds__(256) fwd_prep(const Elem<MODE> *__restrict__ w
             flags[i] = 0;
     if (b < wblocks) {
         const int sgs = (steps + kPrepSteps - 1) / kPrepSteps;
-        wst_block<MODE, NT>(w, wst, P, Ni, No, steps, (int)(b / P / sgs), (int)(b / P % sgs), (int)(b % P));
+        const int p = (int)(b % P);
+        wst_block<MODE, NT>(w, wst, P, Ni, No, steps, (int)(b / P / sgs), (int)(b / P % sgs), p, order.slot[p]);
     } else if (g) {
         gate_pieces(x0, y0, g, n, b - wblocks, gridDim.x - wblocks);
     }
 }
 
 /* W (P, N_in, N_out) -> the input gradient's B operand (P slots, N_in, Nop): the paths in slot
- * order (GzSlots: slot s holds path slots.path[s]), each row padded with zeros to whole steps,
+ * order (PathSlots: slot s holds path slots.path[s]), each row padded with zeros to whole steps,
  * tf32-rounded for the tf32 products. 16 bytes a thread and step (Nop is whole steps), read as one
  * load where W's rows are 16-byte aligned (vec) and the piece lies inside N_out. Block 0 also
  * zeroes gW's nflags segment flags: a memset before it cost the backward ~2 us of launch latency
  * at its start (H200, NOTES_FCGP.md session 44). */
 template <int MODE>
 __global__ void __launch_bounds__(256) prep_wz(const Elem<MODE> *__restrict__ w, Elem<MODE> *__restrict__ wz,
-                                                GzSlots slots, int64_t P, int64_t Ni, int64_t No, int64_t Nop, bool vec,
+                                                PathSlots slots, int64_t P, int64_t Ni, int64_t No, int64_t Nop, bool vec,
                                                 int *flags, int nflags)
 {
     using E = Elem<MODE>;
@@ -624,6 +649,7 @@ fc_status wmn_map(CUtensorMap *m, const void *w, int64_t Ni, int64_t No, int P)
 }
 
 static_assert(tile_cols(4) == Cfg<0, kTF32>::NT && tile_cols(8) == Cfg<1, kTF32>::NT &&
+                  2 * tile_cols(8) == Cfg<1, kTF32, 0, 2>::NT &&
                   gw_cols(4) == GwCfg<0, kTF32>::NT && gw_cols(8) == GwCfg<1, kTF32>::NT &&
                   gw_groups(4) == GwCfg<0, kTF32>::GROUPS && gw_groups(8) == GwCfg<1, kTF32>::GROUPS &&
                   kSteps(kTF32) == Cfg<1, kTF32>::KS && kSteps(kBF16) == Cfg<1, kBF16>::KS &&
@@ -685,11 +711,12 @@ int gz_chunks_a_step(int D)
     return c == 1 || c == 2 ? c : c == 4 ? 4 : D == 8 ? 2 : 4;
 }
 
-template <int ID, int MODE, class Tout>
-fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, void *ws, const FwdOut &f,
-               cudaStream_t st)
+/* The forward in CG component groups (Cfg: 2 only at D 8, one CTA, W^T in stage order). */
+template <int ID, int MODE, class Tout, int CG>
+fc_status gemm_groups(const fc_args *a, const void *x, const void *y, const void *w, void *ws, const FwdOut &f,
+                      cudaStream_t st)
 {
-    using C = Cfg<ID, MODE, 0>;
+    using C = Cfg<ID, MODE, 0, CG>;
     using E = Elem<MODE>;
     const int64_t B = a->B, Ni = a->N_in, No = a->N_out, Nip = whole_steps(Ni, MODE); /* as wt_bytes sizes it */
     E *wt = (E *)ws, *g = (E *)((char *)ws + wt_bytes(a, MODE, sizeof(E)));
@@ -705,19 +732,25 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     const bool bulk = fwd_w_bulk(), norm = f.kind == FwdOut::kNorm;
     const int64_t n = B * Ni, gblocks = std::min<int64_t>(cdiv(n, 256 * (16 / (int64_t)sizeof(E))), 2048);
     /* the cluster: CN column tiles sharing x, y (multicast), CM row tiles sharing W^T */
-    const int shape = fwd_cluster(C::D, MODE, bulk);
+    const int shape = CG == 1 ? fwd_cluster(C::D, MODE, bulk) : 1;
     const unsigned CN = shape == 2 ? 2 : 1, CM = shape == 3 ? 2 : 1;
     /* bf16 in one CTA: W as stored, read MN-major (fwd_tma_kernel's WMN), where a map of it can be
      * made (rows of whole 16-byte pieces from a 16-byte aligned start): no W^T to prepare */
     const int wmn_at = fwd_w_mn();
-    const bool wmn = MODE == kBF16 && bulk && shape == 1 && (wmn_at == 1 || (wmn_at == 2 && C::NT >= 128)) &&
-                     No % 8 == 0 && (uintptr_t)w % 16 == 0;
+    const bool wmn = CG == 1 && MODE == kBF16 && bulk && shape == 1 &&
+                     (wmn_at == 1 || (wmn_at == 2 && C::NT >= 128)) && No % 8 == 0 && (uintptr_t)w % 16 == 0;
+    /* W^T's paths in stage order: as numbered, or by slot (output grade) so that each component
+     * group's are one run */
+    PathSlots order = C::slots;
+    if (CG == 1)
+        for (int p = 0; p < C::P; ++p)
+            order.slot[p] = order.path[p] = (unsigned char)p;
     const bool prep = bulk && (!wmn || norm || a->gate); /* fwd_prep runs, and the GEMM follows it by PDL */
     if (prep) { /* W^T in stage order (unless wmn), g and the zeroed flags in one launch */
         const int64_t wblocks = wmn ? 0 : wst_blocks(a, MODE);
         fwd_prep<MODE, C::NT><<<(unsigned)std::max<int64_t>(wblocks + (a->gate ? gblocks : 0), 1), 256, 0, st>>>(
             (const E *)w, wt, C::P, (int)Ni, (int)No, (int)(Nip / C::KS), wblocks, (const E *)x, (const E *)y,
-            a->gate ? g : nullptr, n, norm ? flags : nullptr, norm ? (int)norm_flags(a) : 0);
+            a->gate ? g : nullptr, n, norm ? flags : nullptr, norm ? (int)norm_flags(a) : 0, order);
         FC_LAUNCH_CHECK(st);
     } else if (!bulk) {
         if (norm)
@@ -762,8 +795,9 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
                            CU_TENSOR_MAP_SWIZZLE_128B)) != FC_OK)
         return s;
 
-    /* the grid rounded up to whole clusters (tiles past the output read zeros and write nothing) */
-    const dim3 grid((unsigned)(cdiv(cdiv(No, C::NT), CN) * CN), (unsigned)(cdiv(cdiv(B, C::BM), CM) * CM));
+    /* the grid rounded up to whole clusters (tiles past the output read zeros and write nothing);
+     * a column block's CG groups side by side in x */
+    const dim3 grid((unsigned)(cdiv(cdiv(No, C::NT), CN) * CN * CG), (unsigned)(cdiv(cdiv(B, C::BM), CM) * CM));
     auto launch = [&](auto kern, int smem) -> fc_status {
         FC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         cudaLaunchAttribute attr[2] = {};
@@ -785,7 +819,10 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
     const bool pipe = SETS_FIT && fwd_pipe();
     auto pick = [&](auto gate) -> fc_status {
         constexpr bool GT = decltype(gate)::value;
-        constexpr int smem = tma_smem_bytes<ID, MODE, GT>();
+        constexpr int smem = tma_smem_bytes<ID, MODE, GT, CG>();
+        if constexpr (CG > 1) {
+            return launch(fwd_tma_kernel<ID, MODE, 1, 1, GT, Tout, true, false, false, CG>, smem);
+        }
         auto one_cta = [&](auto wmn_c) -> fc_status { /* 1 x 1, W as stored or not, by pipe */
             constexpr bool WM = decltype(wmn_c)::value;
             if constexpr (SETS_FIT)
@@ -803,6 +840,17 @@ fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, vo
         return one_cta(std::false_type{});
     };
     return a->gate ? pick(std::true_type{}) : pick(std::false_type{});
+}
+
+template <int ID, int MODE, class Tout>
+fc_status gemm(const fc_args *a, const void *x, const void *y, const void *w, void *ws, const FwdOut &f,
+               cudaStream_t st)
+{
+    if constexpr (AlgebraTraits<ID>::D == 8) {
+        if (fwd_groups(8) == 2)
+            return gemm_groups<ID, MODE, Tout, 2>(a, x, y, w, ws, f, st);
+    }
+    return gemm_groups<ID, MODE, Tout, 1>(a, x, y, w, ws, f, st);
 }
 
 } // namespace
@@ -1402,6 +1450,12 @@ int fc_fcgp_sm90_fwd_cluster(int shape)
     if (shape >= 0)
         fc::fcgp::sm90::set_fwd_cluster(shape);
     return fc::fcgp::sm90::fwd_cluster_setting();
+}
+int fc_fcgp_sm90_fwd_groups(int groups)
+{
+    if (groups >= 0)
+        fc::fcgp::sm90::set_fwd_groups(groups);
+    return fc::fcgp::sm90::fwd_groups_setting();
 }
 
 long long fc_fcgp_sm90_fwd_norm_wait(long long us)

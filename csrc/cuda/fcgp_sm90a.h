@@ -78,6 +78,13 @@ int fwd_w_mn();
 bool fwd_pipe();
 int fwd_cluster_setting();
 void set_fwd_cluster(int shape);
+/* The forward's component groups at D 8 (fc_fcgp_sm90_fwd_groups: 0 by the rule, today 1; 1 a CTA
+ * every component of 64 columns; 2 half the components of 128 columns, where W^T comes in stage
+ * order, in one CTA); FLASHCLIFFORD_FCGP_FWD_GROUPS at start-up. fwd_groups(D): what the forward
+ * runs with. */
+int fwd_groups_setting();
+void set_fwd_groups(int groups);
+int fwd_groups(int D);
 
 /* The forward GEMM into f. x, y (D, B, N_in), w (P, N_in, N_out) in the operand type, MVGELU
  * first when a->gate; ws: workspace_bytes of workspace.

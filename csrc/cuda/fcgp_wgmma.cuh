@@ -119,14 +119,36 @@ constexpr int stages_that_fit(int stage, int most)
 }
 
 /* ------------------------------------------------------------------ 2. fcgp forward */
-template <int ID, int MODE, int NTV = 0> struct Cfg {
+/* CG: component groups. With CG = 1 a CTA computes every output component of its 64 x NT tile;
+ * with CG = 2 (Cl(3,0)) a CTA computes half of them, [g D / 2, (g + 1) D / 2), over twice the
+ * columns (NT 128): the same 128 accumulators a thread, the same x and y a step (every output
+ * component reads every component of both), W^T of the group's paths alone (those of its output
+ * grades: PG = P / 2 slots, one run in slot order), so the same bytes a step for the same flops,
+ * issued as half as many wgmmas twice as wide (the copy-free loop 675 -> 749 TF/s at Cl(3,0) bf16,
+ * 359 -> 378 tf32: NOTES_FCGP.md session 47). */
+template <int ID, int MODE, int NTV = 0, int CG = 1> struct Cfg {
     static constexpr int D = AlgebraTraits<ID>::D, P = AlgebraTraits<ID>::P;
-    static constexpr int BM = 64, NT = NTV ? NTV : 512 / D, JW = D / 2, THREADS = 256, STAGES = 3;
+    static constexpr int BM = 64, NT = NTV ? NTV : 512 * CG / D, JW = D / (2 * CG), THREADS = 256, STAGES = 3;
+    static constexpr int DG = D / CG, PG = P / CG;         /* a CTA's components and paths (slots) */
     static constexpr int KS = MODE == kTF32 ? 8 : 16;      /* N_in a step: 32 bytes a row */
-    static constexpr int XB = D * BM * 32, WB = P * NT * 32; /* x (or y) tile, all W tiles */
+    static constexpr int XB = D * BM * 32, WB = PG * NT * 32; /* x (or y) tile, the CTA's W tiles */
     static constexpr int STAGE = 2 * XB + WB, SMEM = STAGES * STAGE;
     static constexpr int LBO = 128, SBO = 256; /* W tile: core (nb, kb) at nb * 256 + kb * 128 */
+    static constexpr PathSlots slots = make_path_slots<ID>();
     static_assert(SMEM <= 227 * 1024, "three stages fit");
+    /* each group's pairs on its own run of slots, and no grade across two groups */
+    static constexpr bool grouped = [] {
+        if (CG == 1)
+            return true;
+        bool ok = D % CG == 0 && P % CG == 0 && slots.ok && DG % 2 == 0;
+        for (int q = 0; q < Plans<ID>::pair.np; ++q)
+            ok = ok && slots.slot[Plans<ID>::pair.pp[q]] / PG == Plans<ID>::pair.pj[q] / DG;
+        for (int g = 0; g < AlgebraTraits<ID>::G; ++g)
+            ok = ok && AlgebraTraits<ID>::table.grade_start[g] / DG ==
+                           (AlgebraTraits<ID>::table.grade_start[g + 1] - 1) / DG;
+        return ok;
+    }();
+    static_assert(grouped, "component groups own whole grades and runs of slots");
     __host__ __device__ static constexpr int max_pairs()
     {
         int m = 0;
@@ -242,23 +264,25 @@ template <bool FIRST, class A, class B> __device__ __forceinline__ auto &first_i
  * wgmmas in the same order either way, so the bits are the same. (Issuing each pair's wgmma as
  * its fragment is formed, a group a pair, measured 3-8% slower at Cl(3,0): NOTES_FCGP.md
  * session 36.) */
-template <int ID, int MODE, int NTV, int WG, class WL, bool PIPE = false>
-__device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV>::JW][Cfg<ID, MODE, NTV>::NT / 2],
+template <int ID, int MODE, int NTV, int WG, class WL, bool PIPE = false, int CG = 1, int GRP = 0>
+__device__ __forceinline__ void wg_step(float (&acc)[Cfg<ID, MODE, NTV, CG>::JW][Cfg<ID, MODE, NTV, CG>::NT / 2],
                                         const Frags<AlgebraTraits<ID>::D> &f, uint32_t w_smem)
 {
-    using C = Cfg<ID, MODE, NTV>;
+    using C = Cfg<ID, MODE, NTV, CG>;
     constexpr int QM = C::max_pairs();
     uint32_t a2[PIPE ? 2 : 1][PIPE ? QM : 1][4]; /* PIPE's two sets */
     static_for<C::JW>([&](auto jj) {
-        constexpr int J = decltype(jj)::value, j = WG * C::JW + J;
+        constexpr int J = decltype(jj)::value, j = GRP * C::DG + WG * C::JW + J;
         constexpr int q0 = Plans<ID>::pair.jbegin[j], nq = Plans<ID>::pair.jbegin[j + 1] - q0;
         uint32_t a1[PIPE ? 1 : nq][4]; /* without PIPE: this component's alone */
         auto &aj = first_if<PIPE>(a2[J % 2], a1);
         static_for<nq>([&](auto u) { form_pair<ID, MODE, q0 + decltype(u)::value>(aj[decltype(u)::value], f); });
         wg::fence();
         static_for<nq>([&](auto u) {
+            /* path p's tile: at p in one group, else at its slot within the group's run */
             constexpr int p = Plans<ID>::pair.pp[q0 + decltype(u)::value];
-            wg::MmaRS<MODE, C::NT, WL::tb>::run(acc[J], aj[decltype(u)::value], WL::desc(w_smem + p * WL::path), 1);
+            constexpr int tile = CG == 1 ? p : C::slots.slot[p] - GRP * C::PG;
+            wg::MmaRS<MODE, C::NT, WL::tb>::run(acc[J], aj[decltype(u)::value], WL::desc(w_smem + tile * WL::path), 1);
         });
         wg::commit();
         /* without PIPE the A registers are reused by the next component: one component's wgmmas
@@ -396,26 +420,29 @@ __device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], Tout *out, i
  * warpgroup 0, which adds warpgroup 1's share of t from shared memory. The owner sums |t|
  * over its columns into one partial a (row, grade, column block); norm_finalize sums the
  * column blocks in order and scales the output (the one light extra pass). */
-template <int ID> constexpr int split_grade()
+/* With component groups (Cfg's CG) the same holds inside the group [J0, J0 + 2 JW): its grades are
+ * whole (Cfg::grouped), a grade split between its warpgroups (at J0 + JW) is the lower one's, and
+ * the partials are the tile's column block's (cb), whichever group wrote them. */
+template <int ID, int J0 = 0, int JW = AlgebraTraits<ID>::D / 2> constexpr int split_grade()
 {
-    constexpr int G = AlgebraTraits<ID>::G, JW = AlgebraTraits<ID>::D / 2;
+    constexpr int G = AlgebraTraits<ID>::G;
     for (int g = 0; g < G; ++g)
-        if (AlgebraTraits<ID>::table.grade_start[g] < JW && JW < AlgebraTraits<ID>::table.grade_start[g + 1])
+        if (AlgebraTraits<ID>::table.grade_start[g] < J0 + JW && J0 + JW < AlgebraTraits<ID>::table.grade_start[g + 1])
             return g;
     return -1;
 }
-template <int ID> struct GradeSplit {
-    static constexpr int split = split_grade<ID>(); /* the grade split between the warpgroups, or -1 */
+template <int ID, int J0 = 0, int JW = AlgebraTraits<ID>::D / 2> struct GradeSplit {
+    static constexpr int split = split_grade<ID, J0, JW>(); /* the grade split between the warpgroups, or -1 */
 };
 
-/* sum over this warpgroup's components of grade g of s_A o_A^2 at position pos */
-template <int ID, int WG, int GR, int NT>
-__device__ __forceinline__ float grade_t(const float (&acc)[AlgebraTraits<ID>::D / 2][NT / 2], int pos)
+/* sum over this warpgroup's components of grade g of s_A o_A^2 at position pos (the warpgroup's
+ * JW components from J0 + WG JW) */
+template <int ID, int WG, int GR, int NT, int J0 = 0, int JW>
+__device__ __forceinline__ float grade_t(const float (&acc)[JW][NT / 2], int pos)
 {
-    constexpr int JW = AlgebraTraits<ID>::D / 2;
     float t = 0.f;
     static_for<JW>([&](auto jj) {
-        constexpr int A = WG * JW + decltype(jj)::value;
+        constexpr int A = J0 + WG * JW + decltype(jj)::value;
         constexpr int gA = AlgebraTraits<ID>::table.grade[A];
         constexpr float sA = AlgebraTraits<ID>::table.grade_sign[A];
         if constexpr (gA == GR) {
@@ -427,30 +454,32 @@ __device__ __forceinline__ float grade_t(const float (&acc)[AlgebraTraits<ID>::D
 }
 
 /* warpgroup 1's share of the split grade into shared memory ([position][thread]) */
-template <int ID, int NT>
-__device__ __forceinline__ void norm_share(const float (&acc)[AlgebraTraits<ID>::D / 2][NT / 2], float *tx, int wtid)
+template <int ID, int NT, int J0 = 0, int JW>
+__device__ __forceinline__ void norm_share(const float (&acc)[JW][NT / 2], float *tx, int wtid)
 {
-    constexpr int GS = GradeSplit<ID>::split;
+    constexpr int GS = GradeSplit<ID, J0, JW>::split;
     if constexpr (GS >= 0) {
 #pragma unroll
         for (int pos = 0; pos < NT / 2; ++pos)
-            tx[pos * 128 + wtid] = grade_t<ID, 1, GS, NT>(acc, pos);
+            tx[pos * 128 + wtid] = grade_t<ID, 1, GS, NT, J0>(acc, pos);
     }
 }
 
-/* the owned grades' |t| summed over the block's columns, one partial a (row, grade) */
-template <int ID, int WG, int NT>
-__device__ __forceinline__ void norm_rows(const float (&acc)[AlgebraTraits<ID>::D / 2][NT / 2], const float *tx,
-                                          float *partial, int B, int colblocks, int row0, int wtid, int t)
+/* the owned grades' |t| summed over the block's columns, one partial a (row, grade) of column block
+ * cb */
+template <int ID, int WG, int NT, int J0 = 0, int JW>
+__device__ __forceinline__ void norm_rows(const float (&acc)[JW][NT / 2], const float *tx, float *partial, int B,
+                                          int colblocks, int cb, int row0, int wtid, int t)
 {
-    constexpr int G = AlgebraTraits<ID>::G, GS = GradeSplit<ID>::split, JW = AlgebraTraits<ID>::D / 2;
+    constexpr int G = AlgebraTraits<ID>::G, GS = GradeSplit<ID, J0, JW>::split;
     static_for<G>([&](auto gg) {
-        constexpr int GR = decltype(gg)::value;
-        if constexpr ((AlgebraTraits<ID>::table.grade_start[GR] < JW ? 0 : 1) == WG) { /* owner: the lower warpgroup */
+        constexpr int GR = decltype(gg)::value, start = AlgebraTraits<ID>::table.grade_start[GR];
+        /* the group's grades only; owner: the lower warpgroup */
+        if constexpr (start >= J0 && start < J0 + 2 * JW && (start < J0 + JW ? 0 : 1) == WG) {
             float rs[2] = {0.f, 0.f};
 #pragma unroll
             for (int pos = 0; pos < NT / 2; ++pos) {
-                float tv = grade_t<ID, WG, GR, NT>(acc, pos);
+                float tv = grade_t<ID, WG, GR, NT, J0>(acc, pos);
                 if constexpr (GR == GS)
                     tv += tx[pos * 128 + wtid];
                 rs[(pos >> 1) & 1] += fabsf(tv);
@@ -459,8 +488,8 @@ __device__ __forceinline__ void norm_rows(const float (&acc)[AlgebraTraits<ID>::
             for (int h = 0; h < 2; ++h) {
                 rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 1);
                 rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 2);
-                if (t == 0 && row0 + 8 * h < B && (int)blockIdx.x < colblocks)
-                    partial[((size_t)blockIdx.x * B + row0 + 8 * h) * G + GR] = rs[h];
+                if (t == 0 && row0 + 8 * h < B && cb < colblocks)
+                    partial[((size_t)cb * B + row0 + 8 * h) * G + GR] = rs[h];
             }
         }
     });
@@ -637,13 +666,13 @@ __device__ void norm_inv(float *inv, float (*rg)[AlgebraTraits<ID>::G], const fl
     consumers_sync();
 }
 
-/* ... then out = o inv over columns [c0, c0 + NT) of the row block (a tile that gave up waiting):
- * o from L2 (.cg, past this SM's L1: other SMs wrote it), V values a thread-item, eight items in
- * flight a thread. */
-template <int ID, int NT, int V, class Tout>
-__device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, int No, int m0, int c0, int tid)
+/* ... then out = o inv over columns [c0, c0 + NT) of the row block (a tile that gave up waiting),
+ * components [a0, a0 + DG) (the tile's group): o from L2 (.cg, past this SM's L1: other SMs wrote
+ * it), V values a thread-item, eight items in flight a thread. */
+template <int ID, int NT, int V, int DG = AlgebraTraits<ID>::D, class Tout>
+__device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, int No, int m0, int c0, int a0, int tid)
 {
-    constexpr int D = AlgebraTraits<ID>::D, U = 8, NV = NT / V, ITEMS = D * 64 * NV;
+    constexpr int D = AlgebraTraits<ID>::D, U = 8, NV = NT / V, ITEMS = DG * 64 * NV;
     static_assert(NT % V == 0 && ITEMS % (256 * U) == 0, "whole rounds of items");
     for (int base = tid; base < ITEMS; base += 256 * U) {
         float v[U][V];
@@ -651,7 +680,7 @@ __device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, i
         float sc[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            const int it = base + 256 * u, ra = it / NV, c = c0 + (it % NV) * V, a = ra / 64, r = ra % 64;
+            const int it = base + 256 * u, ra = it / NV, c = c0 + (it % NV) * V, a = a0 + ra / 64, r = ra % 64;
             at[u] = -1;
             if (m0 + r >= B || c >= No)
                 continue;
@@ -698,13 +727,13 @@ __host__ __device__ constexpr int64_t wst_offset(int P, int NT, int64_t steps, i
 /* A TMA stage: x, y, every path's W^T tile, and (GATE) the gate product's tile (64 rows x 32
  * bytes, after W^T so every tile keeps the alignment its layout needs); the kernel's dynamic
  * shared memory: the stages, 1024 bytes to align them, and the full / empty mbarriers. */
-template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_stage_bytes()
+template <int ID, int MODE, bool GATE, int CG = 1> __host__ __device__ constexpr int tma_stage_bytes()
 {
-    return Cfg<ID, MODE, 0>::STAGE + (GATE ? Cfg<ID, MODE, 0>::BM * 32 : 0);
+    return Cfg<ID, MODE, 0, CG>::STAGE + (GATE ? Cfg<ID, MODE, 0, CG>::BM * 32 : 0);
 }
-template <int ID, int MODE, bool GATE> __host__ __device__ constexpr int tma_smem_bytes()
+template <int ID, int MODE, bool GATE, int CG = 1> __host__ __device__ constexpr int tma_smem_bytes()
 {
-    return Cfg<ID, MODE, 0>::STAGES * tma_stage_bytes<ID, MODE, GATE>() + 1024 + 2 * Cfg<ID, MODE, 0>::STAGES * 8;
+    return Cfg<ID, MODE, 0, CG>::STAGES * tma_stage_bytes<ID, MODE, GATE, CG>() + 1024 + 2 * Cfg<ID, MODE, 0, CG>::STAGES * 8;
 }
 
 /* The same forward with the tiles brought by the copy engine (tma.cuh): x and y one 3-D box
@@ -746,20 +775,21 @@ static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * 168, "the launch's 65536 
  * no W^T to prepare. PIPE: wg_step's components in two A register sets, each formed while the
  * one before's wgmmas run. */
 template <int ID, int MODE, int CN, int CM, bool GATE, class Tout = float, bool MC = true, bool WMN = false,
-          bool PIPE = false>
+          bool PIPE = false, int CG = 1>
 __global__ void __launch_bounds__(kSplitThreads, 1)
     fwd_tma_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap ymap,
                    const __grid_constant__ CUtensorMap wmap, const Elem<MODE> *__restrict__ wst,
                    const __grid_constant__ CUtensorMap gmap, const __grid_constant__ CUtensorMap omap,
                    const FwdEpi<Tout> ep, int B, int Ni, int No)
 {
-    using C = Cfg<ID, MODE, 0>;
+    using C = Cfg<ID, MODE, 0, CG>;
     constexpr int D = C::D, P = C::P, S = C::STAGES, CS = CN * CM;
-    constexpr int STG = tma_stage_bytes<ID, MODE, GATE>(), GOFF = 2 * C::XB + C::WB; /* g's tile */
-    static_assert(tma_smem_bytes<ID, MODE, GATE>() <= 227 * 1024, "the stages fit");
-    /* W^T: one 32-byte row (a step's K) per (path, column), paths in two halves of P / 2 */
-    constexpr int PH = P / 2, WHALF = PH * C::NT * 32;
-    static_assert(P % 2 == 0 && (C::NT * 32) % 256 == 0, "W^T halves and swizzle tiles aligned");
+    constexpr int STG = tma_stage_bytes<ID, MODE, GATE, CG>(), GOFF = 2 * C::XB + C::WB; /* g's tile */
+    static_assert(tma_smem_bytes<ID, MODE, GATE, CG>() <= 227 * 1024, "the stages fit");
+    /* W^T: one 32-byte row (a step's K) per (path, column), the CTA's PG paths in two halves */
+    constexpr int PH = C::PG / 2, WHALF = PH * C::NT * 32;
+    static_assert(C::PG % 2 == 0 && (C::NT * 32) % 256 == 0, "W^T halves and swizzle tiles aligned");
+    static_assert(CG == 1 || (CS == 1 && !WMN && !PIPE), "component groups: one CTA, W^T in stage order");
     static_assert(C::XB % 256 == 0, "W^T tiles start on a swizzle pattern's boundary");
     static_assert(!WMN || (MODE == kBF16 && C::NT % 64 == 0 && C::XB % 1024 == 0 && CS == 1),
                   "W as stored: bf16, whole 64-column atoms on 1024-byte boundaries, one CTA");
@@ -771,11 +801,15 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
     /* K tails: the copy engine fills columns past N_in with zeros, and W^T's K is padded to a
      * whole step with zeros (see Run), so a partial last step adds nothing spurious */
-    const int n0 = blockIdx.x * C::NT, m0 = blockIdx.y * C::BM, steps = (Ni + C::KS - 1) / C::KS;
+    /* blockIdx.x: column block cbx and component group grp (CG of them side by side) */
+    const int cbx = (int)blockIdx.x / CG, grp = CG == 1 ? 0 : (int)blockIdx.x % CG;
+    const int n0 = cbx * C::NT, m0 = blockIdx.y * C::BM, steps = (Ni + C::KS - 1) / C::KS;
     /* tiles past the output (the grid rounded up to whole clusters) read the last column block's
-     * W^T, in bounds, and write nothing */
-    const int cbw = min((int)blockIdx.x, (No + C::NT - 1) / C::NT - 1);
-    const unsigned char *wcb = wst ? (const unsigned char *)wst + (size_t)cbw * steps * C::WB : nullptr;
+     * W^T, in bounds, and write nothing; a stage of W^T in stage order holds every slot (CG WB
+     * bytes), the group's a run of WB from its first slot */
+    const int cbw = min(cbx, (No + C::NT - 1) / C::NT - 1);
+    const unsigned char *wcb =
+        wst ? (const unsigned char *)wst + (size_t)cbw * steps * (CG * C::WB) + (size_t)grp * C::WB : nullptr;
     const uint32_t rank = CS > 1 ? tma::cluster_rank() : 0;
     const int cx = (int)rank % CN, cy = (int)rank / CN;
     if (cx != (int)blockIdx.x % CN || cy != (int)blockIdx.y % CM)
@@ -826,7 +860,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
                     tma::load_5d(wa + PH * 1024, &wmap, n0 + 64 * a, 0, kg, k0 / 4, PH, bar);
                 }
         } else if (wcb) { /* stage order: contiguous halves */
-            const unsigned char *wsrc = wcb + (size_t)s * C::WB;
+            const unsigned char *wsrc = wcb + (size_t)s * (CG * C::WB);
             if constexpr (CM == 1 || !MC) {
                 tma::bulk_load(buf + 2 * C::XB, wsrc, WHALF, bar);
                 tma::bulk_load(buf + 2 * C::XB + WHALF, wsrc + WHALF, WHALF, bar);
@@ -853,50 +887,53 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         return;
     }
     wg::setmaxnreg_inc<kConsumerRegs>();
-
-    float acc[C::JW][C::NT / 2];
-    zero_all(acc);
-    for (int s = 0; s < steps; ++s) {
-        tma::mbar_wait(&full[s % S], (s / S) & 1);
-        const unsigned char *buf = smem + (s % S) * STG;
-        Frags<D> f;
-        load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
-        if constexpr (GATE) {
-            uint2 gf[2];
+    /* the consumers, for component group GRP (a constant: each group its own copy of the loop and
+     * epilogue, a CTA running one) */
+    auto consume = [&](auto grp_c) {
+        constexpr int GRP = decltype(grp_c)::value, J0 = GRP * C::DG; /* the group's first component */
+        float acc[C::JW][C::NT / 2];
+        zero_all(acc);
+        for (int s = 0; s < steps; ++s) {
+            tma::mbar_wait(&full[s % S], (s / S) & 1);
+            const unsigned char *buf = smem + (s % S) * STG;
+            Frags<D> f;
+            load_frags<D, C::BM>(f, buf, buf + C::XB, 16 * warp + g, t);
+            if constexpr (GATE) {
+                uint2 gf[2];
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-                gf[h] = lds_b64(smem_u32(buf + GOFF) + (16 * warp + g + 8 * h) * 32 + t * 8);
-            scale_frags<MODE, D>(f.x, gf);
-        }
-        const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
-        if (wgi == 0)
-            wg_step<ID, MODE, 0, 0, WT, PIPE>(acc, f, w_smem);
-        else
-            wg_step<ID, MODE, 0, 1, WT, PIPE>(acc, f, w_smem);
-        /* this warpgroup's wgmmas have completed, so all four warps have used their fragments
-         * and the W tiles: release the buffer to every producer that writes into it */
-        if constexpr (CS == 1) {
-            if (tid % 128 == 0)
-                tma::mbar_arrive(&empty[s % S]);
-        } else if (tid % 128 < CS) { /* one lane a destination CTA, in parallel */
-            tma::mbar_arrive_cluster<RELEASE_CLUSTER>(&empty[s % S], (uint32_t)(tid % 128));
-        }
-    }
-    if constexpr (CS > 1)
-        tma::cluster_sync(); /* no CTA leaves while a peer may still signal its mbarriers */
-    const int row = m0 + 16 * warp + g, j0 = wgi * C::JW;
-    /* store_out_tma's staging: warpgroup 0 at stage 0, 1 at stage 2, clear of stage 1's flag,
-     * inv and rg; the ring is idle once both warpgroups are past their K loops */
-    unsigned char *const ost = smem + 2 * wgi * STG;
-    static_assert(STG % 1024 == 0 && C::JW * C::NT * 128 <= STG && S >= 3, "bf16 staging beside stage 1");
-    constexpr bool BF16_OUT = std::is_same<Tout, __nv_bfloat16>::value;
-    auto store_tile = [&] { /* the tile into out: from the ring by the copy engine where omap is out's */
-        if constexpr (BF16_OUT)
-            if (ep.tma_out) {
-                store_out_tma<C::JW, C::NT>(acc, ost, &omap, No, n0, m0, j0, wgi, tid % 128);
-                return;
+                for (int h = 0; h < 2; ++h)
+                    gf[h] = lds_b64(smem_u32(buf + GOFF) + (16 * warp + g + 8 * h) * 32 + t * 8);
+                scale_frags<MODE, D>(f.x, gf);
             }
-        store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
+            const uint32_t w_smem = smem_u32(buf + 2 * C::XB);
+            if (wgi == 0)
+                wg_step<ID, MODE, 0, 0, WT, PIPE, CG, GRP>(acc, f, w_smem);
+            else
+                wg_step<ID, MODE, 0, 1, WT, PIPE, CG, GRP>(acc, f, w_smem);
+            /* this warpgroup's wgmmas have completed, so all four warps have used their fragments
+             * and the W tiles: release the buffer to every producer that writes into it */
+            if constexpr (CS == 1) {
+                if (tid % 128 == 0)
+                    tma::mbar_arrive(&empty[s % S]);
+            } else if (tid % 128 < CS) { /* one lane a destination CTA, in parallel */
+                tma::mbar_arrive_cluster<RELEASE_CLUSTER>(&empty[s % S], (uint32_t)(tid % 128));
+            }
+        }
+        if constexpr (CS > 1)
+            tma::cluster_sync(); /* no CTA leaves while a peer may still signal its mbarriers */
+        const int row = m0 + 16 * warp + g, j0 = J0 + wgi * C::JW;
+        /* store_out_tma's staging: warpgroup 0 at stage 0, 1 at stage 2, clear of stage 1's flag,
+         * inv and rg; the ring is idle once both warpgroups are past their K loops */
+        unsigned char *const ost = smem + 2 * wgi * STG;
+        static_assert(STG % 1024 == 0 && C::JW * C::NT * 128 <= STG && S >= 3, "bf16 staging beside stage 1");
+        constexpr bool BF16_OUT = std::is_same<Tout, __nv_bfloat16>::value;
+        auto store_tile = [&] { /* the tile into out: from the ring by the copy engine where omap is out's */
+            if constexpr (BF16_OUT)
+                if (ep.tma_out) {
+                    store_out_tma<C::JW, C::NT>(acc, ost, &omap, No, n0, m0, j0, wgi, tid % 128);
+                    return;
+                }
+            store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
     };
     if (ep.mode == kEpiOut) {
         if (BF16_OUT && ep.tma_out)
@@ -912,13 +949,13 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     float *tx = (float *)smem; /* stage 0: every step consumed, every copy landed */
     consumers_sync();           /* ... and read by both warpgroups */
     if (wgi == 1)
-        norm_share<ID, C::NT>(acc, tx, tid % 128);
+        norm_share<ID, C::NT, J0>(acc, tx, tid % 128);
     consumers_sync();
     if (wgi == 0)
-        norm_rows<ID, 0, C::NT>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
+        norm_rows<ID, 0, C::NT, J0>(acc, tx, ep.partial, B, colblocks, cbx, row, tid % 128, t);
     else
-        norm_rows<ID, 1, C::NT>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
-    if (ep.mode != kEpiNorm || (int)blockIdx.x >= colblocks || m0 >= B) /* tiles past the output: done */
+        norm_rows<ID, 1, C::NT, J0>(acc, tx, ep.partial, B, colblocks, cbx, row, tid % 128, t);
+    if (ep.mode != kEpiNorm || cbx >= colblocks || m0 >= B) /* tiles past the output: done */
         return;
     /* count this tile into its row block once its partials are visible to every SM, then wait
      * (bounded) for the rest (tile_arrive). One thread's fence after the barrier orders every
@@ -930,7 +967,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     consumers_sync();
     if (tid == 0) {
         __threadfence();
-        const int f = tile_arrive(count, colblocks, state + blockIdx.x, ep.wait_ns);
+        const int f = tile_arrive(count, colblocks * CG, state + blockIdx.x, ep.wait_ns);
         __threadfence();
         *flag = f;
     }
@@ -957,21 +994,32 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     if (f != kTileLast)
         return;
     /* the last tile: every other tile has arrived, so each says within its bounded wait whether
-     * it scaled itself; scale those that gave up */
-    for (int cb = 0; cb < colblocks; ++cb) {
-        if (cb == (int)blockIdx.x)
+     * it scaled itself; scale those that gave up (tile x: column block x / CG, group x % CG) */
+    for (int x = 0; x < colblocks * CG; ++x) {
+        if (x == (int)blockIdx.x)
             continue;
         if (tid == 0)
-            *flag = tile_state(state + cb);
+            *flag = tile_state(state + x);
         consumers_sync();
         const int sv = *flag;
         consumers_sync(); /* flag read by all before thread 0 rewrites it */
         if (sv != kTileGaveUp)
             continue;
+        const int c0 = x / CG * C::NT, a0 = x % CG * C::DG;
         if (No % 4 == 0)
-            norm_fixup<ID, C::NT, 4>(ep.o, ep.out, inv, B, No, m0, cb * C::NT, tid);
+            norm_fixup<ID, C::NT, 4, C::DG>(ep.o, ep.out, inv, B, No, m0, c0, a0, tid);
         else
-            norm_fixup<ID, C::NT, 1>(ep.o, ep.out, inv, B, No, m0, cb * C::NT, tid);
+            norm_fixup<ID, C::NT, 1, C::DG>(ep.o, ep.out, inv, B, No, m0, c0, a0, tid);
+    }
+    };
+    if constexpr (CG == 1) {
+        consume(std::integral_constant<int, 0>{});
+    } else {
+        static_assert(CG == 2, "one or two component groups");
+        if (grp == 0)
+            consume(std::integral_constant<int, 0>{});
+        else
+            consume(std::integral_constant<int, 1>{});
     }
 }
 

@@ -8,7 +8,7 @@
  * components): tf32 an 8-byte load a fragment pair (go^T's batch order puts a thread's rows g,
  * g + 8 side by side, got_row), bf16 read by the wgmma from shared memory as it lies (an MN-major
  * operand); no pairs to form. B = W[p] as stored (rows of N_in, N_out contiguous) in a prepared
- * copy, tf32-rounded, and the paths in slot order (GzSlots: by output grade) (prep_wz of
+ * copy, tf32-rounded, and the paths in slot order (PathSlots: by output grade) (prep_wz of
  * fcgp_sm90a.cu), brought in rows of a step's KK x 32 bytes in the swizzle of that width. A step
  * holds KK wgmma K chunks, with one barrier wait, one wgmma wait and one release (KK = 1 spent most
  * of each step on those: NOTES_FCGP.md session 17). The paths of an output component j are all
@@ -37,36 +37,6 @@
 namespace fc {
 namespace fcgp {
 namespace sm90 {
-
-/* The paths in the order of the prepared W copy (slot order): by output grade, stably. */
-struct GzSlots {
-    unsigned char path[FC_MAX_P];  /* slot -> path */
-    unsigned char slot[FC_MAX_P];  /* path -> slot */
-    unsigned char first[FC_MAX_D]; /* j -> the slot of its first pair */
-    bool ok;                       /* every j's pairs lie in consecutive slots, in pair order */
-};
-template <int ID> constexpr GzSlots make_gz_slots()
-{
-    const AlgebraTable &tb = AlgebraTraits<ID>::table;
-    const auto &pl = Plans<ID>::pair;
-    GzSlots s{};
-    int grade_out[FC_MAX_P] = {}, n = 0;
-    for (int t = 0; t < tb.T; ++t)
-        grade_out[tb.term[t].path] = tb.grade[tb.term[t].j];
-    for (int g = 0; g < tb.G; ++g)
-        for (int p = 0; p < tb.P; ++p)
-            if (grade_out[p] == g) {
-                s.path[n] = (unsigned char)p;
-                s.slot[p] = (unsigned char)n++;
-            }
-    s.ok = n == tb.P;
-    for (int j = 0; j < tb.D; ++j) {
-        s.first[j] = s.slot[pl.pp[pl.jbegin[j]]];
-        for (int q = pl.jbegin[j]; q < pl.jbegin[j + 1]; ++q)
-            s.ok = s.ok && s.slot[pl.pp[q]] == s.first[j] + (q - pl.jbegin[j]);
-    }
-    return s;
-}
 
 /* How many pairs the components [j0, j0 + n) have. */
 template <int ID> __host__ __device__ constexpr int pairs_of(int j0, int n)
@@ -104,7 +74,7 @@ template <int ID, int MODE, int KK = 1> struct GzCfg {
     }();
     static constexpr int RING = STAGES * STAGE, SG = QG * BM * GS * 4;  /* the stages; G staged */
     static constexpr int BARS = RING > SG ? RING : SG, SMEM = BARS + 1024 + 2 * STAGES * 8;
-    static constexpr GzSlots slots = make_gz_slots<ID>();
+    static constexpr PathSlots slots = make_path_slots<ID>();
     static constexpr bool grouped = [] { /* CTA r's pairs: [r QG, (r+1) QG), on slots [r PS, (r+1) PS) */
         bool ok = NP % GROUPS == 0 && P % GROUPS == 0 && JG % 2 == 0;
         for (int r = 0; r < GROUPS; ++r)

@@ -9,6 +9,11 @@
 #      cells under the default, CLUSTER=3, WMN=1 and WMN=1 CLUSTER=3, alternating, twice each.
 #      (3) the layout test (bitwise against the default over every cluster shape) under the default
 #      and WMN=1, and memcheck over the Hopper cases under CLUSTER=3.
+#   B: (A: the MN-major read costs the copy-free loop 3.7% at N 64, 0 at N 128; W as stored in 1 x 2
+#      slower, dropped; two components a warpgroup at N 128 +11%) the forward in two component
+#      groups (FLASHCLIFFORD_FCGP_FWD_GROUPS=2, Cl(3,0): a CTA half the output components over 128
+#      columns): its test and the layout tests, the four cells under the default and GROUPS=2
+#      alternating, twice each, then memcheck over the Hopper cases under GROUPS=2.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -36,6 +41,20 @@ A)
     room 90 "memcheck, 1 x 2" && FLASHCLIFFORD_FCGP_FWD_CLUSTER=3 sanitize memcheck 80
     pack
     ;;
+B)
+    begin
+    room 120 "tests" && tests_in groups "" tests/test_gpu_fcgp_sm90.py -k "component_groups or layouts_and_clusters or norm_in_the_epilogue"
+    for r in 1 2; do
+        for s in "" "FLASHCLIFFORD_FCGP_FWD_GROUPS=2"; do
+            room 45 "parts $s" || break
+            echo "=== ${s:-defaults}, run $r"
+            env $s timeout 45 python3 benchmarks/fcgp_parts.py --reps 20 --kernels 2>&1 | grep -v -i warn |
+                tee "$R/parts_${r}_$(echo "${s:-default}" | tr ' =' '_-').txt" | grep -E "bmm|forward|fwd_"
+        done
+    done
+    room 60 "memcheck, groups 2" && FLASHCLIFFORD_FCGP_FWD_GROUPS=2 sanitize memcheck 50
+    pack
+    ;;
 *)
-    echo "usage: $0 A"; exit 2 ;;
+    echo "usage: $0 A | B"; exit 2 ;;
 esac
