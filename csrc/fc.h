@@ -149,8 +149,9 @@ int fc_fcgp_sm90_bwd_go_fused(int mode);
 /* ... and its cluster shape: shape >= 0 sets it (0 by the rule, 1 one CTA, 2 two column tiles,
  * 3 two row tiles); returns the setting (initially FLASHCLIFFORD_FCGP_FWD_CLUSTER, else 0). */
 int fc_fcgp_sm90_fwd_cluster(int shape);
-/* ... and its component groups at D 8: groups >= 0 sets it (0 by the rule, 1 every component a
- * CTA, 2 half the components a CTA over twice the columns); returns the setting (initially
+/* ... and its component groups at D 8: groups >= 0 sets it (0 by the rule: 2 unless a forced
+ * cluster shape or W as stored everywhere asks for one group; 1 every component a CTA, 2 half the
+ * components a CTA over twice the columns); returns the setting (initially
  * FLASHCLIFFORD_FCGP_FWD_GROUPS, else 0). */
 int fc_fcgp_sm90_fwd_groups(int groups);
 /* The launch shape the CUDA SGP takes for a's algebra, dtype, B and N_in on a->device with

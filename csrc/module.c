@@ -325,9 +325,10 @@ static PyMethodDef module_methods[] = {
     {"_fcgp_sm90_fwd_groups", fcgp_sm90_fwd_groups, METH_VARARGS,
      "_fcgp_sm90_fwd_groups(groups=-1)\n--\n\n"
      "The Hopper FCGP forward's component groups at D = 8: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_GROUPS at "
-     "start-up otherwise; today 1), 1 a CTA computes every output component of 64 columns, 2 half of them "
-     "over 128 columns (with W^T in stage order, in one CTA). groups >= 0 sets it; returns the setting. "
-     "Process-wide; for tests and measurements."},
+     "start-up otherwise: 2 unless a forced cluster shape or W as stored everywhere asks for 1), 1 a CTA "
+     "computes every output component of 64 columns, 2 half of them over 128 columns (with W^T in stage "
+     "order, in one CTA). groups >= 0 sets it; returns the setting. Process-wide; for tests and "
+     "measurements."},
     {"_fcgp_sm90_fwd_cluster", fcgp_sm90_fwd_cluster, METH_VARARGS,
      "_fcgp_sm90_fwd_cluster(shape=-1)\n--\n\n"
      "The Hopper FCGP forward's cluster shape: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_CLUSTER at start-up "

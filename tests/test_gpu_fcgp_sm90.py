@@ -16,6 +16,8 @@ engine reads rows of a multiple of 16 bytes; other N_in keep the mma.sync forwar
 too); B and N_out have tails.
 """
 
+import os
+
 import pytest
 from conftest import input_sensitivity, seed_for
 
@@ -187,11 +189,13 @@ def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
 LAYOUT_SHAPES = [(69, 120, 70), (130, 512, 200), (1, 8, 1), (300, 128, 136), (200, 64, 104)]
 
 
-def _forward_layout(wbulk, cluster, alg, x, y, w, precision, normalize):
-    before = fc._C._fcgp_sm90_fwd_wbulk(), fc._C._fcgp_sm90_fwd_cluster()
+def _forward_layout(wbulk, cluster, alg, x, y, w, precision, normalize, groups=1):
+    # groups: the component groups (1 unless a test asks: the layouts and clusters are one group's)
+    before = fc._C._fcgp_sm90_fwd_wbulk(), fc._C._fcgp_sm90_fwd_cluster(), fc._C._fcgp_sm90_fwd_groups()
     try:
         fc._C._fcgp_sm90_fwd_wbulk(wbulk)
         fc._C._fcgp_sm90_fwd_cluster(cluster)
+        fc._C._fcgp_sm90_fwd_groups(groups)
         b, n_out = x.shape[1], w.shape[-1]
         out = torch.full((alg.D, b, n_out), float("nan"), dtype=x.dtype, device="cuda")
         norms = torch.full((b, alg.G), float("nan"), device="cuda") if normalize else None
@@ -200,6 +204,7 @@ def _forward_layout(wbulk, cluster, alg, x, y, w, precision, normalize):
     finally:
         fc._C._fcgp_sm90_fwd_wbulk(before[0])
         fc._C._fcgp_sm90_fwd_cluster(before[1])
+        fc._C._fcgp_sm90_fwd_groups(before[2])
 
 
 @pytest.mark.parametrize("normalize", [True, False], ids=["norm", "plain"])
@@ -233,13 +238,14 @@ def test_weight_layouts_and_clusters_agree(sm90_on, alg, mode, normalize):
         assert_mode(np64(want[0]), reference.fcgp_np(*args, alg, normalize), mode, "out", sens)
 
 
-# The forward in two component groups (_C._fcgp_sm90_fwd_groups(2), Cl(3,0) only): a CTA computes
-# half the output components over 128 columns, W^T's paths in slot order. Each output takes the same
-# products in the same K order as the default's, so without the norm the result is the default's bit
-# for bit; with it the grade sums run over 128-column partials instead of 64-column ones, so the norm
-# differs in its last bits: there the float64 reference judges, and the default is within rounding.
-# The shapes: LAYOUT_SHAPES' tails (N_out 1, 70, 104, 136, 200: a last 128-column block part empty,
-# a row tile past B) and a zero wait, so that tiles give up and the last one scales the rest.
+# The forward in two component groups (_C._fcgp_sm90_fwd_groups, Cl(3,0) only; the rule's choice
+# there): a CTA computes half the output components over 128 columns, W^T's paths in slot order.
+# Each output takes the same products in the same K order as in one group, so without the norm the
+# result is one group's bit for bit; with it the grade sums run over 128-column partials instead of
+# 64-column ones, so the norm differs in its last bits: there the float64 reference judges, and one
+# group's result is within rounding. The shapes: LAYOUT_SHAPES' tails (N_out 1, 70, 104, 136, 200: a
+# last 128-column block part empty, a row tile past B), and a zero wait, so that tiles give up and
+# the last one scales the rest.
 def _fwd_kernel_names(fn):
     """The forward GEMM kernels fn launches, by torch.profiler's names."""
     from torch.profiler import ProfilerActivity, profile
@@ -249,28 +255,35 @@ def _fwd_kernel_names(fn):
     return {e.name for e in prof.events() if "fwd_tma_kernel" in e.name}
 
 
+def _groups_of(names):
+    """The component groups (the kernels' last template argument) of forward kernel names."""
+    return {n.split("(")[0].rstrip(">").split(",")[-1].strip() for n in names}
+
+
 @pytest.mark.parametrize("normalize", [True, False], ids=["norm", "plain"])
 @pytest.mark.parametrize("mode", MODES)
 def test_component_groups_agree(sm90_on, mode, normalize):
     alg = fc.Algebra(3)
     dtype, precision = FCGP_MODES[mode][:2]
-    before = fc._C._fcgp_sm90_fwd_groups(), fc._C._fcgp_sm90_fwd_norm_wait()
+    before = fc._C._fcgp_sm90_fwd_norm_wait()
     try:
         for b, n_in, n_out in LAYOUT_SHAPES:
             x, y, w, _ = make_fcgp(alg, (b,), n_in, n_out, dtype, seed_for(f"sm90-groups/{b}") % 997)
-            fc._C._fcgp_sm90_fwd_groups(1)
-            want = _forward_layout(True, 1, alg, x, y, w, precision, normalize)
+            want = _forward_layout(True, 1, alg, x, y, w, precision, normalize, groups=1)
             args = [np64(t) for t in (x, y, w)]
 
             def sens(u, args=args):
                 return input_sensitivity(lambda *a: reference.fcgp_np(*a, alg, normalize), *args, samples=10, u=u)
 
-            assert fc._C._fcgp_sm90_fwd_groups(2) == 2
-            names = _fwd_kernel_names(lambda: _forward_layout(True, 1, alg, x, y, w, precision, normalize))
-            assert names and all(n.rstrip(")").split("(")[0].endswith(", 2>") for n in names), names
+            # 0: the rule, one group only under W as stored everywhere (read at start-up)
+            rule = "1" if os.environ.get("FLASHCLIFFORD_FCGP_FWD_WMN") == "1" else "2"
+            for groups, runs in ((1, "1"), (2, "2"), (0, rule)):
+                names = _fwd_kernel_names(
+                    lambda g=groups: _forward_layout(True, 1, alg, x, y, w, precision, normalize, groups=g))
+                assert names and _groups_of(names) == {runs}, (groups, names)
             for wait_us in (100, 0) if normalize else (100,):
                 fc._C._fcgp_sm90_fwd_norm_wait(wait_us)
-                got = _forward_layout(True, 1, alg, x, y, w, precision, normalize)
+                got = _forward_layout(True, 1, alg, x, y, w, precision, normalize, groups=2)
                 assert not torch.isnan(got[0]).any()
                 if not normalize:
                     assert torch.equal(got[0], want[0]), (b, n_in, n_out, "out")
@@ -280,11 +293,10 @@ def test_component_groups_agree(sm90_on, mode, normalize):
                 tol = 1e-2 if dtype == torch.bfloat16 else 1e-5
                 torch.testing.assert_close(got[0].float(), want[0].float(), rtol=tol, atol=tol)
             # the same inputs twice: the same bits
-            again = _forward_layout(True, 1, alg, x, y, w, precision, normalize)
+            again = _forward_layout(True, 1, alg, x, y, w, precision, normalize, groups=2)
             assert torch.equal(again[0], got[0])
     finally:
-        fc._C._fcgp_sm90_fwd_groups(before[0])
-        fc._C._fcgp_sm90_fwd_norm_wait(before[1])
+        fc._C._fcgp_sm90_fwd_norm_wait(before)
 
 
 @pytest.mark.parametrize("mode", MODES)

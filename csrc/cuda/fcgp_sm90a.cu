@@ -123,12 +123,23 @@ namespace {
 std::atomic<int> g_fwd_groups{-1}; /* FLASHCLIFFORD_FCGP_FWD_GROUPS: 1 or 2; 0: the rule */
 }
 /* The forward's component groups (Cfg's CG): 2 (a CTA computes half the output components over
- * 128 columns) at D 8 where W^T comes in stage order, under setting 2; else 1. Setting 0, the
- * default, is 1 until measured otherwise. FLASHCLIFFORD_FCGP_FWD_GROUPS at start-up or
- * set_fwd_groups. */
+ * 128 columns) at D 8 where W^T comes in stage order, else 1. H200, B 4096, N 512 (NOTES_FCGP.md
+ * session 47): the kernel 239 -> 208 us at Cl(3,0) bf16 and 373 -> 353 tf32, the forward 259 ->
+ * 226 and 404 -> 379 (against the one-group forms of the same build; 219 and 384 us before the
+ * change). Setting 0 (the rule) takes 2 there unless a setting asks for a one-group form: setting
+ * 1, a forced 2 x 1 or 1 x 2 cluster (FLASHCLIFFORD_FCGP_FWD_CLUSTER), or W as stored everywhere
+ * (FLASHCLIFFORD_FCGP_FWD_WMN=1); setting 2 takes 2 whatever the others say.
+ * FLASHCLIFFORD_FCGP_FWD_GROUPS at start-up or set_fwd_groups. */
 int fwd_groups_setting() { return env_choice(g_fwd_groups, "FLASHCLIFFORD_FCGP_FWD_GROUPS", 1, 2, 0); }
 void set_fwd_groups(int groups) { g_fwd_groups.store(groups >= 1 && groups <= 2 ? groups : 0); }
-int fwd_groups(int D) { return D == 8 && fwd_groups_setting() == 2 && fwd_w_bulk() ? 2 : 1; }
+int fwd_groups(int D)
+{
+    const int c = fwd_groups_setting();
+    if (D != 8 || !fwd_w_bulk() || c == 1)
+        return 1;
+    const int cl = fwd_cluster_setting();
+    return c == 2 || (cl != 2 && cl != 3 && fwd_w_mn() != 1) ? 2 : 1;
+}
 
 namespace {
 /* the forward's tile columns under the current setting, and its column blocks */

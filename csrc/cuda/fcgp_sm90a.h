@@ -78,10 +78,10 @@ int fwd_w_mn();
 bool fwd_pipe();
 int fwd_cluster_setting();
 void set_fwd_cluster(int shape);
-/* The forward's component groups at D 8 (fc_fcgp_sm90_fwd_groups: 0 by the rule, today 1; 1 a CTA
- * every component of 64 columns; 2 half the components of 128 columns, where W^T comes in stage
- * order, in one CTA); FLASHCLIFFORD_FCGP_FWD_GROUPS at start-up. fwd_groups(D): what the forward
- * runs with. */
+/* The forward's component groups at D 8 (fc_fcgp_sm90_fwd_groups: 0 by the rule, 2 unless a
+ * cluster or W as stored everywhere is asked for; 1 a CTA every component of 64 columns; 2 half the
+ * components of 128 columns, where W^T comes in stage order, in one CTA);
+ * FLASHCLIFFORD_FCGP_FWD_GROUPS at start-up. fwd_groups(D): what the forward runs with. */
 int fwd_groups_setting();
 void set_fwd_groups(int groups);
 int fwd_groups(int D);

@@ -14,6 +14,10 @@
 #      groups (FLASHCLIFFORD_FCGP_FWD_GROUPS=2, Cl(3,0): a CTA half the output components over 128
 #      columns): its test and the layout tests, the four cells under the default and GROUPS=2
 #      alternating, twice each, then memcheck over the Hopper cases under GROUPS=2.
+#   C: (B: Cl(3,0) bf16 kernel 239 -> 208 us, forward 259 -> 226 (the one-group form of that build
+#      slower than main's 219); tf32 373 -> 353, 404 -> 379; tests 24 passed, memcheck exit 0) two
+#      groups by the rule at Cl(3,0): the forward's tests, the issue-4 bench, the SASS check, memcheck
+#      over the Hopper cases, racecheck over the small Cl(3,0) cases, then test_gpu_fcgp.py.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -55,6 +59,17 @@ B)
     room 60 "memcheck, groups 2" && FLASHCLIFFORD_FCGP_FWD_GROUPS=2 sanitize memcheck 50
     pack
     ;;
+C)
+    begin
+    room 150 "forward tests" && tests_in fwd "" tests/test_gpu_fcgp_sm90.py -k "not backward"
+    room 110 bench && bench 100
+    room 70 sass && STAGES=sass timeout 60 bash tests/gpu_check.sh | tail -n 6
+    room 60 memcheck && sanitize memcheck 50
+    room 100 racecheck && RACECHECK=1 LOOPS=0 CASE_S=25 OUT="$R" CASES="4 5 6 7" \
+        timeout 110 bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 8
+    room 60 "test_gpu_fcgp.py" && tests_in fcgp "" tests/test_gpu_fcgp.py
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
