@@ -18,6 +18,10 @@
 #      slower than main's 219); tf32 373 -> 353, 404 -> 379; tests 24 passed, memcheck exit 0) two
 #      groups by the rule at Cl(3,0): the forward's tests, the issue-4 bench, the SASS check, memcheck
 #      over the Hopper cases, racecheck over the small Cl(3,0) cases, then test_gpu_fcgp.py.
+#   D: (C: the bench's Cl(3,0) bf16 forward 1.46x, tf32 1.27x, tf32 forward+backward 1.44x; 147 + 258
+#      tests passed, memcheck 0 errors over 228 cases, racecheck 0 hazards in cases 4-7; the SASS
+#      stage cut by its 60-s limit) the SASS check with the time it needs, and the Hopper backward
+#      tests of Cl(3,0) (the recomputed product among them runs the forward GEMM).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -70,6 +74,12 @@ C)
     room 60 "test_gpu_fcgp.py" && tests_in fcgp "" tests/test_gpu_fcgp.py
     pack
     ;;
+D)
+    begin
+    room 130 sass && STAGES=sass timeout 125 bash tests/gpu_check.sh | tail -n 12
+    room 60 "backward tests" && tests_in bwd3 "" tests/test_gpu_fcgp_sm90.py -k "backward and Cl(3"
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C"; exit 2 ;;
+    echo "usage: $0 A | B | C | D"; exit 2 ;;
 esac
