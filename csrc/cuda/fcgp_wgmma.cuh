@@ -1,7 +1,8 @@
 /* fcgp_wgmma.cuh — the Hopper (sm_90a) FCGP forward on warpgroup MMA, device side: a block
  * owns 64 rows x NT = 512 / D output columns of all D components and has two warpgroups;
  * warpgroup w owns components [w D/2, (w+1) D/2) (D/2 x NT/2 = 128 fp32 accumulators a
- * thread). K (N_in) streams in steps of 32 bytes a row (8 tf32, 16 bf16). Each thread loads
+ * thread); at Cl(3,0), by default, a block owns half the components over NT = 128 instead (Cfg's
+ * component groups, CG = 2). K (N_in) streams in steps of 32 bytes a row (8 tf32, 16 bf16). Each thread loads
  * its x, y fragments once a step (one 8-byte load per component and row: the K order inside a
  * step is permuted so a thread's two A columns are adjacent in memory, and W^T is stored in
  * the same permuted order, phys_col), forms z_{j,p} for one component's pairs in the A
@@ -712,7 +713,8 @@ __device__ void norm_fixup(const float *o, Tout *out, const float *inv, int B, i
 
 /* ------------------------------------------------------------------ 2b. TMA and clusters */
 /* W^T in stage order, the forward's B operand as its ring stages hold it, so that a stage's
- * W^T is one contiguous run: for column block cb and step s, the P paths' tiles of NT rows
+ * W^T is one contiguous run (a component group's, one run of its slots): for column block cb and
+ * step s, the P paths' tiles (path numbers, or slots with component groups) of NT rows
  * (columns of the output) x 32 bytes (the step's K, physical column c: phys_col), each row's
  * 16-byte halves swapped in rows 4-7 of every 8 (the copy engine's 32-byte swizzle, which
  * desc_kmajor_swz<32> reads). The element offset of (cb, s, p, n, c); written by fwd_prep
