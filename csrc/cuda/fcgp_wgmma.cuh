@@ -936,83 +936,83 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
                     return;
                 }
             store_out<Tout, C::JW, C::NT>(acc, ep.out, B, No, j0, row, n0, t);
-    };
-    if (ep.mode == kEpiOut) {
-        if (BF16_OUT && ep.tma_out)
-            consumers_sync(); /* the other warpgroup's last wgmmas have read the ring */
-        store_tile();
-        return;
-    }
-    if (ep.mode == kEpiO)
-        store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
-    if (ep.partial == nullptr)
-        return;
-    const int colblocks = (No + C::NT - 1) / C::NT;
-    float *tx = (float *)smem; /* stage 0: every step consumed, every copy landed */
-    consumers_sync();           /* ... and read by both warpgroups */
-    if (wgi == 1)
-        norm_share<ID, C::NT, J0>(acc, tx, tid % 128);
-    consumers_sync();
-    if (wgi == 0)
-        norm_rows<ID, 0, C::NT, J0>(acc, tx, ep.partial, B, colblocks, cbx, row, tid % 128, t);
-    else
-        norm_rows<ID, 1, C::NT, J0>(acc, tx, ep.partial, B, colblocks, cbx, row, tid % 128, t);
-    if (ep.mode != kEpiNorm || cbx >= colblocks || m0 >= B) /* tiles past the output: done */
-        return;
-    /* count this tile into its row block once its partials are visible to every SM, then wait
-     * (bounded) for the rest (tile_arrive). One thread's fence after the barrier orders every
-     * consumer's stores before the count (cumulativity through bar.sync, as gW's segment
-     * hand-off and cooperative groups' grid sync rely on): one fence a tile where each of the
-     * 256 threads fenced (speed unchanged within 1.5 us, NOTES_FCGP.md session 29) */
-    int *flag = (int *)(smem + STG); /* stage 1 */
-    int *const count = ep.arrive + blockIdx.y, *const state = ep.state + (size_t)blockIdx.y * gridDim.x;
-    consumers_sync();
-    if (tid == 0) {
-        __threadfence();
-        const int f = tile_arrive(count, colblocks * CG, state + blockIdx.x, ep.wait_ns);
-        __threadfence();
-        *flag = f;
-    }
-    consumers_sync();
-    const int f = *flag;
-    if (f == kTileGaveUp) { /* o for the last tile to scale */
-        store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
+        };
+        if (ep.mode == kEpiOut) {
+            if (BF16_OUT && ep.tma_out)
+                consumers_sync(); /* the other warpgroup's last wgmmas have read the ring */
+            store_tile();
+            return;
+        }
+        if (ep.mode == kEpiO)
+            store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
+        if (ep.partial == nullptr)
+            return;
+        const int colblocks = (No + C::NT - 1) / C::NT;
+        float *tx = (float *)smem; /* stage 0: every step consumed, every copy landed */
+        consumers_sync();           /* ... and read by both warpgroups */
+        if (wgi == 1)
+            norm_share<ID, C::NT, J0>(acc, tx, tid % 128);
+        consumers_sync();
+        if (wgi == 0)
+            norm_rows<ID, 0, C::NT, J0>(acc, tx, ep.partial, B, colblocks, cbx, row, tid % 128, t);
+        else
+            norm_rows<ID, 1, C::NT, J0>(acc, tx, ep.partial, B, colblocks, cbx, row, tid % 128, t);
+        if (ep.mode != kEpiNorm || cbx >= colblocks || m0 >= B) /* tiles past the output: done */
+            return;
+        /* count this tile into its row block once its partials are visible to every SM, then wait
+         * (bounded) for the rest (tile_arrive). One thread's fence after the barrier orders every
+         * consumer's stores before the count (cumulativity through bar.sync, as gW's segment
+         * hand-off and cooperative groups' grid sync rely on): one fence a tile where each of the
+         * 256 threads fenced (speed unchanged within 1.5 us, NOTES_FCGP.md session 29) */
+        int *flag = (int *)(smem + STG); /* stage 1 */
+        int *const count = ep.arrive + blockIdx.y, *const state = ep.state + (size_t)blockIdx.y * gridDim.x;
         consumers_sync();
         if (tid == 0) {
             __threadfence();
-            st_release_gpu(state + blockIdx.x, kTileGaveUp);
+            const int f = tile_arrive(count, colblocks * CG, state + blockIdx.x, ep.wait_ns);
+            __threadfence();
+            *flag = f;
         }
-        return;
-    }
-    constexpr int G = AlgebraTraits<ID>::G;
-    float *inv = (float *)(smem + STG + 128);
-    float(*rg)[G] = (float(*)[G])(inv + 64 * D);
-    norm_inv<ID>(inv, rg, ep.partial, f == kTileLast ? ep.norms : nullptr, B, No, colblocks, m0, tid);
-    each_pair<C::JW, C::NT>(acc, [&](int jj, int, int h, float &v0, float &v1) {
-        const float sc = inv[(16 * warp + g + 8 * h) * D + j0 + jj];
-        v0 *= sc, v1 *= sc;
-    });
-    store_tile(); /* the ring's stages 0 and 2 are idle since the barriers above */
-    if (f != kTileLast)
-        return;
-    /* the last tile: every other tile has arrived, so each says within its bounded wait whether
-     * it scaled itself; scale those that gave up (tile x: column block x / CG, group x % CG) */
-    for (int x = 0; x < colblocks * CG; ++x) {
-        if (x == (int)blockIdx.x)
-            continue;
-        if (tid == 0)
-            *flag = tile_state(state + x);
         consumers_sync();
-        const int sv = *flag;
-        consumers_sync(); /* flag read by all before thread 0 rewrites it */
-        if (sv != kTileGaveUp)
-            continue;
-        const int c0 = x / CG * C::NT, a0 = x % CG * C::DG;
-        if (No % 4 == 0)
-            norm_fixup<ID, C::NT, 4, C::DG>(ep.o, ep.out, inv, B, No, m0, c0, a0, tid);
-        else
-            norm_fixup<ID, C::NT, 1, C::DG>(ep.o, ep.out, inv, B, No, m0, c0, a0, tid);
-    }
+        const int f = *flag;
+        if (f == kTileGaveUp) { /* o for the last tile to scale */
+            store_out<float, C::JW, C::NT>(acc, ep.o, B, No, j0, row, n0, t);
+            consumers_sync();
+            if (tid == 0) {
+                __threadfence();
+                st_release_gpu(state + blockIdx.x, kTileGaveUp);
+            }
+            return;
+        }
+        constexpr int G = AlgebraTraits<ID>::G;
+        float *inv = (float *)(smem + STG + 128);
+        float(*rg)[G] = (float(*)[G])(inv + 64 * D);
+        norm_inv<ID>(inv, rg, ep.partial, f == kTileLast ? ep.norms : nullptr, B, No, colblocks, m0, tid);
+        each_pair<C::JW, C::NT>(acc, [&](int jj, int, int h, float &v0, float &v1) {
+            const float sc = inv[(16 * warp + g + 8 * h) * D + j0 + jj];
+            v0 *= sc, v1 *= sc;
+        });
+        store_tile(); /* the ring's stages 0 and 2 are idle since the barriers above */
+        if (f != kTileLast)
+            return;
+        /* the last tile: every other tile has arrived, so each says within its bounded wait whether
+         * it scaled itself; scale those that gave up (tile x: column block x / CG, group x % CG) */
+        for (int x = 0; x < colblocks * CG; ++x) {
+            if (x == (int)blockIdx.x)
+                continue;
+            if (tid == 0)
+                *flag = tile_state(state + x);
+            consumers_sync();
+            const int sv = *flag;
+            consumers_sync(); /* flag read by all before thread 0 rewrites it */
+            if (sv != kTileGaveUp)
+                continue;
+            const int c0 = x / CG * C::NT, a0 = x % CG * C::DG;
+            if (No % 4 == 0)
+                norm_fixup<ID, C::NT, 4, C::DG>(ep.o, ep.out, inv, B, No, m0, c0, a0, tid);
+            else
+                norm_fixup<ID, C::NT, 1, C::DG>(ep.o, ep.out, inv, B, No, m0, c0, a0, tid);
+        }
     };
     if constexpr (CG == 1) {
         consume(std::integral_constant<int, 0>{});
