@@ -246,13 +246,18 @@ def test_weight_layouts_and_clusters_agree(sm90_on, alg, mode, normalize):
 # group's result is within rounding. The shapes: LAYOUT_SHAPES' tails (N_out 1, 70, 104, 136, 200: a
 # last 128-column block part empty, a row tile past B), and a zero wait, so that tiles give up and
 # the last one scales the rest.
-def _fwd_kernel_names(fn):
-    """The forward GEMM kernels fn launches, by torch.profiler's names."""
+def _kernel_names(fn):
+    """The names of the CUDA kernels fn launches, by torch.profiler."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    return {e.name for e in prof.events() if "fwd_tma_kernel" in e.name}
+    return {e.name for e in prof.events()}
+
+
+def _fwd_kernel_names(fn):
+    """The forward GEMM kernels fn launches, by torch.profiler's names."""
+    return {n for n in _kernel_names(fn) if "fwd_tma_kernel" in n}
 
 
 def _groups_of(names):
@@ -625,11 +630,7 @@ def test_backward_gw_one_path_a_tile_repeats(pseq_on, alg, mode):
 
 def _gw_kernels(fn):
     """The weight-gradient kernels fn launches, by torch.profiler's names: {"gw_pseq", "gw_tma"}."""
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return {k for e in prof.events() for k in ("gw_pseq", "gw_tma") if f"{k}_kernel" in e.name}
+    return {k for n in _kernel_names(fn) for k in ("gw_pseq", "gw_tma") if f"{k}_kernel" in n}
 
 
 @pytest.mark.parametrize("n_in,n_out", [(512, 512), (128, 256), (512, 320)])

@@ -399,10 +399,10 @@ BwdLayout bwd_layout(const fc_args *a, int mode, int eb)
 /* W^T's bytes, rounded up to 256 so that g after it stays aligned for the copy engine */
 size_t wt_bytes(const fc_args *a, int mode, int operand_bytes)
 {
-    /* N_out padded to whole column blocks of either tile width (D 8: 64 or 128 under
-     * FLASHCLIFFORD_FCGP_FWD_GROUPS), so that a setting changed after sizing still fits */
-    const int64_t tc = tile_cols(a->alg->D), nip = whole_steps(a->N_in, mode);
-    const int64_t nop = std::max(cdiv(a->N_out, tc) * tc, cdiv(a->N_out, 2 * tc) * 2 * tc);
+    /* N_out padded to whole column blocks; at D 8 of the two-group width (128), which covers the
+     * one-group one (64) too, so that a setting changed after sizing still fits */
+    const int64_t cols = tile_cols(a->alg->D) * (a->alg->D == 8 ? 2 : 1), nip = whole_steps(a->N_in, mode);
+    const int64_t nop = cdiv(a->N_out, cols) * cols;
     return up256((size_t)a->alg->P * (size_t)nop * (size_t)nip * (size_t)operand_bytes);
 }
 } // namespace
@@ -417,13 +417,12 @@ size_t g_bytes(const fc_args *a, int operand_bytes)
 {
     return a->gate ? up256((size_t)a->B * (size_t)a->N_in * (size_t)operand_bytes) : 0;
 }
-/* kNorm's flags: a count a row block, then a state a tile, over the grid rounded up to whole
- * clusters (at most 2 x 2) or of two component groups (twice the 128-column blocks) */
+/* kNorm's flags: a count a row block, then a state a tile, over the one-group grid rounded up to
+ * whole clusters (at most 2 x 2), which is also the two-group grid's width: 2 cdiv(N_out, 2 tc) */
 int64_t norm_rows(const fc_args *a) { return cdiv(cdiv(a->B, kRows), 2) * 2; }
 int64_t norm_flags(const fc_args *a)
 {
-    const int64_t tc = tile_cols(a->alg->D);
-    return norm_rows(a) * (1 + std::max(cdiv(cdiv(a->N_out, tc), 2) * 2, 2 * cdiv(a->N_out, 2 * tc)));
+    return norm_rows(a) * (1 + cdiv(cdiv(a->N_out, tile_cols(a->alg->D)), 2) * 2);
 }
 
 size_t workspace_bytes(const fc_args *a, int mode, int operand_bytes)
