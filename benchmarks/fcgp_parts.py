@@ -1,7 +1,7 @@
 """What the parts of the CUDA FCGP cost, beside torch.bmm of the same products.
 
     python benchmarks/fcgp_parts.py [--cells ALG,DTYPE,B,N ...] [--reps 20] [--kernels]
-                                    [--timeline | --timeline-unheld | --once]
+                                    [--timeline | --timeline-unheld | --once] [--no-norm]
 
 For each cell (default: issue 4's, Cl(2,0) and Cl(3,0), float32 with tf32 products and
 bfloat16, B 4096, N 512, normalize): torch.bmm of the T' products (the yardstick), the forward
@@ -34,8 +34,9 @@ from flashclifford.bench.timing import Flusher, measure
 CELLS = ["2,float32,4096,512", "3,float32,4096,512", "2,bfloat16,4096,512", "3,bfloat16,4096,512"]
 
 
-def cases(n, dtype, B, N):
-    """[(name, fn)] for one cell of Cl(n,0)."""
+def cases(n, dtype, B, N, norm=True):
+    """[(name, fn)] for one cell of Cl(n,0); without norm, the forward alone (no grade norm, so no
+    norm epilogue: what that epilogue costs is the difference)."""
     a = fc.Algebra(n)
     alg = a.id  # the raw ops take the kernel id
     dt = getattr(torch, dtype)
@@ -51,12 +52,13 @@ def cases(n, dtype, B, N):
     gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(w)
     dev = torch.cuda.current_device()
     # the backward as the torch op runs it: given the forward's out and norms (no recomputed product)
-    ws_f, ws_b = (torch.empty(fc._C.workspace_size("fcgp", b, alg, dtype, B, N, N, prec, True, dev, b),
+    ws_f, ws_b = (torch.empty(fc._C.workspace_size("fcgp", b, alg, dtype, B, N, N, prec, norm, dev, b),
                               dtype=torch.uint8, device="cuda") for b in (False, True))
     s = torch.cuda.current_stream().cuda_stream
 
     def fwd():
-        fc._C.fcgp_forward(x, y, w, alg, True, prec, out=out, norms=norms, workspace=ws_f, stream=s)
+        fc._C.fcgp_forward(x, y, w, alg, norm, prec, out=out, norms=norms if norm else None, workspace=ws_f,
+                           stream=s)
 
     def bwd():
         fc._C.fcgp_backward(go, x, y, w, alg, True, prec, norms=norms, grad_x=gx, grad_y=gy, grad_weight=gw,
@@ -70,8 +72,7 @@ def cases(n, dtype, B, N):
     return [
         ("torch.bmm", lambda: torch.bmm(A, Wb, out=C)),
         ("forward", fwd),
-        ("backward", bwd),
-    ]
+    ] + ([("backward", bwd)] if norm else [])
 
 
 def kernel_times(name, fn, reps=5):
@@ -171,6 +172,7 @@ def main(argv):
     ap.add_argument("--timeline-unheld", action="store_true",
                     help="--timeline's call without the flush and the stream hold (the host's gaps show)")
     ap.add_argument("--once", action="store_true", help="one untimed forward and backward a cell (for ncu)")
+    ap.add_argument("--no-norm", action="store_true", help="the forward alone, without the grade norm")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = True
     flush = Flusher(torch, "cuda")
@@ -179,7 +181,7 @@ def main(argv):
     for cell in args.cells:
         alg, dtype, B, N = cell.split(",")
         alg, B, N = int(alg), int(B), int(N)
-        for name, fn in cases(alg, dtype, B, N):
+        for name, fn in cases(alg, dtype, B, N, norm=not args.no_norm):
             if args.once:
                 if name != "torch.bmm":
                     fn()
