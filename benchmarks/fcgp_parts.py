@@ -52,7 +52,7 @@ def cases(n, dtype, B, N, norm=True):
     gx, gy, gw = torch.empty_like(x), torch.empty_like(y), torch.empty_like(w)
     dev = torch.cuda.current_device()
     # the backward as the torch op runs it: given the forward's out and norms (no recomputed product)
-    ws_f, ws_b = (torch.empty(fc._C.workspace_size("fcgp", b, alg, dtype, B, N, N, prec, norm, dev, b),
+    ws_f, ws_b = (torch.empty(fc._C.workspace_size("fcgp", b, alg, dtype, B, N, N, prec, True, dev, b),
                               dtype=torch.uint8, device="cuda") for b in (False, True))
     s = torch.cuda.current_stream().cuda_stream
 

@@ -466,12 +466,14 @@ __device__ __forceinline__ void norm_share(const float (&acc)[JW][NT / 2], float
     }
 }
 
-/* the owned grades' |t| summed over the block's columns, one partial a (row, grade) of column block
- * cb */
-template <int ID, int WG, int NT, int J0 = 0, int JW>
+/* the owned grades' |t| summed over the block's columns, one partial a (row, grade) of the block's
+ * column block (blockIdx.x / CG: read here, where a column block passed in, a register held
+ * through the K loop, cost the one-group Cl(3,0) bf16 forward 4 / 8 bytes of spills, ptxas) */
+template <int ID, int WG, int NT, int J0 = 0, int CG = 1, int JW>
 __device__ __forceinline__ void norm_rows(const float (&acc)[JW][NT / 2], const float *tx, float *partial, int B,
-                                          int colblocks, int cb, int row0, int wtid, int t)
+                                          int colblocks, int row0, int wtid, int t)
 {
+    const unsigned cb = blockIdx.x / CG;
     constexpr int G = AlgebraTraits<ID>::G, GS = GradeSplit<ID, J0, JW>::split;
     static_for<G>([&](auto gg) {
         constexpr int GR = decltype(gg)::value, start = AlgebraTraits<ID>::table.grade_start[GR];
@@ -489,7 +491,7 @@ __device__ __forceinline__ void norm_rows(const float (&acc)[JW][NT / 2], const 
             for (int h = 0; h < 2; ++h) {
                 rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 1);
                 rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 2);
-                if (t == 0 && row0 + 8 * h < B && cb < colblocks)
+                if (t == 0 && row0 + 8 * h < B && (int)cb < colblocks)
                     partial[((size_t)cb * B + row0 + 8 * h) * G + GR] = rs[h];
             }
         }
@@ -954,10 +956,10 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
             norm_share<ID, C::NT, J0>(acc, tx, tid % 128);
         consumers_sync();
         if (wgi == 0)
-            norm_rows<ID, 0, C::NT, J0>(acc, tx, ep.partial, B, colblocks, cbx, row, tid % 128, t);
+            norm_rows<ID, 0, C::NT, J0, CG>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
         else
-            norm_rows<ID, 1, C::NT, J0>(acc, tx, ep.partial, B, colblocks, cbx, row, tid % 128, t);
-        if (ep.mode != kEpiNorm || cbx >= colblocks || m0 >= B) /* tiles past the output: done */
+            norm_rows<ID, 1, C::NT, J0, CG>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
+        if (ep.mode != kEpiNorm || (int)blockIdx.x / CG >= colblocks || m0 >= B) /* tiles past the output: done */
             return;
         /* count this tile into its row block once its partials are visible to every SM, then wait
          * (bounded) for the rest (tile_arrive). One thread's fence after the barrier orders every
