@@ -11,6 +11,10 @@
 #      forward without the grade norm (fcgp_parts.py --no-norm, new): what the norm epilogue
 #      costs each cell; (3) initcheck and synccheck over the Hopper cases on main (last run on session
 #      45's kernels; the two-group forward is new since).
+#   B: (A: norm_rows_cb -3.7% on the Cl(3,0) bf16 kernel, merged; the probe -4 to -5% at D 4;
+#      initcheck, synccheck 0 errors) xy2.patch against main, twice each alternating; in its tree the
+#      Cl(2,0) tests of test_gpu_fcgp_sm90.py (with the algebra-free ones) and of test_gpu_fcgp.py,
+#      memcheck over the Hopper cases and racecheck over the small Cl(2,0) cases 0-3 between them.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -30,6 +34,29 @@ A)
         echo "forward tests in the patched tree: rc $? $(tail -n 1 "$R/pytest_fwd_patched.log")")
     pack
     ;;
+B)
+    begin
+    PATCHES=benchmarks/results/fcgp-s48/xy2.patch SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
+        timeout 200 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|fwd_prep|bmm"
+    tree=/tmp/fc_tree_xy2
+    cd "$tree" || exit 1
+    export PYTHONPATH="$tree"
+    for f in test_gpu_fcgp_sm90 test_gpu_fcgp; do
+        python3 -m pytest --collect-only -q -p no:cacheprovider "tests/$f.py" 2>/dev/null | grep "::" |
+            grep -v "Cl(3,0)" >"/tmp/ids_$f.txt"
+    done
+    echo "tests chosen (every id but Cl(3,0)'s): $(wc -l </tmp/ids_test_gpu_fcgp_sm90.txt) + $(wc -l </tmp/ids_test_gpu_fcgp.txt)"
+    # shellcheck disable=SC2046  # one test id a word (ids hold no spaces)
+    end=$END && END=$((SECONDS + 250)) # the sm90 tests at most 230 s, so the sanitizers keep their time
+    room 120 "sm90 tests" && tests_in xy2_sm90 "" $(cat /tmp/ids_test_gpu_fcgp_sm90.txt)
+    END=$end
+    room 60 memcheck && sanitize memcheck 50
+    room 80 racecheck && RACECHECK=1 LOOPS=0 CASE_S=18 OUT="$R" CASES="0 1 2 3" \
+        timeout 80 bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 6
+    # shellcheck disable=SC2046
+    room 60 "op tests" && tests_in xy2_op "" $(cat /tmp/ids_test_gpu_fcgp.txt)
+    cd - >/dev/null && pack
+    ;;
 *)
-    echo "usage: $0 A"; exit 2 ;;
+    echo "usage: $0 A | B"; exit 2 ;;
 esac
