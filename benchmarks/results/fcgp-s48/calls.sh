@@ -12,9 +12,13 @@
 #      costs each cell; (3) initcheck and synccheck over the Hopper cases on main (last run on session
 #      45's kernels; the two-group forward is new since).
 #   B: (A: norm_rows_cb -3.7% on the Cl(3,0) bf16 kernel, merged; the probe -4 to -5% at D 4;
-#      initcheck, synccheck 0 errors) xy2.patch against main, twice each alternating; in its tree the
+#      initcheck, synccheck 0 errors) xy2.patch against main, twice each alternating; main's forward
+#      without the norm (A's run failed on its workspace argument); in its tree the
 #      Cl(2,0) tests of test_gpu_fcgp_sm90.py (with the algebra-free ones) and of test_gpu_fcgp.py,
 #      memcheck over the Hopper cases and racecheck over the small Cl(2,0) cases 0-3 between them.
+#   C: the final tree: the issue-4 bench, the SASS check, memcheck over the Hopper cases, then the
+#      Hopper tests not run on it yet (the Cl(3,0) ones: norm_rows_cb changed its forward, which the
+#      backward's recomputed product runs too), as far as the call's time goes.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -38,6 +42,9 @@ B)
     begin
     PATCHES=benchmarks/results/fcgp-s48/xy2.patch SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
         timeout 200 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|fwd_prep|bmm"
+    room 40 "parts --no-norm" && echo "=== main without the norm" &&
+        timeout 35 python3 benchmarks/fcgp_parts.py --reps 20 --kernels --no-norm 2>&1 | grep -v -i warn |
+        tee "$R/parts_nonorm.txt" | grep -E "bmm|forward|fwd_"
     tree=/tmp/fc_tree_xy2
     cd "$tree" || exit 1
     export PYTHONPATH="$tree"
@@ -57,6 +64,17 @@ B)
     room 60 "op tests" && tests_in xy2_op "" $(cat /tmp/ids_test_gpu_fcgp.txt)
     cd - >/dev/null && pack
     ;;
+C)
+    begin
+    room 110 bench && bench 100
+    room 130 sass && STAGES=sass timeout 125 bash tests/gpu_check.sh | tail -n 12
+    room 60 memcheck && sanitize memcheck 50
+    python3 -m pytest --collect-only -q -p no:cacheprovider tests/test_gpu_fcgp_sm90.py 2>/dev/null | grep "::" |
+        grep "Cl(3,0)" >/tmp/ids_cl3.txt
+    # shellcheck disable=SC2046  # one test id a word
+    room 60 "Cl(3,0) tests" && tests_in cl3 "" $(cat /tmp/ids_cl3.txt)
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
