@@ -12,8 +12,9 @@
 #      costs each cell; (3) initcheck and synccheck over the Hopper cases on main (last run on session
 #      45's kernels; the two-group forward is new since).
 #   B: (A: norm_rows_cb -3.7% on the Cl(3,0) bf16 kernel, merged; the probe -4 to -5% at D 4;
-#      initcheck, synccheck 0 errors) xy2.patch against main, twice each alternating; main's forward
-#      without the norm (A's run failed on its workspace argument); in its tree the
+#      initcheck, synccheck 0 errors) xy2.patch and xy2b.patch (its lanes' rows permuted: no bank
+#      met twice by a half warp's fragment loads) against main, twice each; main's forward without
+#      the norm (A's run failed on its workspace argument); in xy2b's tree the
 #      Cl(2,0) tests of test_gpu_fcgp_sm90.py (with the algebra-free ones) and of test_gpu_fcgp.py,
 #      memcheck over the Hopper cases and racecheck over the small Cl(2,0) cases 0-3 between them.
 #   C: the final tree: the issue-4 bench, the SASS check, memcheck over the Hopper cases, then the
@@ -40,12 +41,13 @@ A)
     ;;
 B)
     begin
-    PATCHES=benchmarks/results/fcgp-s48/xy2.patch SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
-        timeout 200 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|fwd_prep|bmm"
+    PATCHES="benchmarks/results/fcgp-s48/xy2.patch benchmarks/results/fcgp-s48/xy2b.patch" SETTINGS="base;base" \
+        PARTS_S=60 OUT="$R/ab" timeout 240 bash benchmarks/fcgp_ab_trees.sh 2>&1 |
+        grep -E "===|#####|forward|fwd_tma|fwd_prep|bmm"
     room 40 "parts --no-norm" && echo "=== main without the norm" &&
         timeout 35 python3 benchmarks/fcgp_parts.py --reps 20 --kernels --no-norm 2>&1 | grep -v -i warn |
         tee "$R/parts_nonorm.txt" | grep -E "bmm|forward|fwd_"
-    tree=/tmp/fc_tree_xy2
+    tree=/tmp/fc_tree_xy2b
     cd "$tree" || exit 1
     export PYTHONPATH="$tree"
     for f in test_gpu_fcgp_sm90 test_gpu_fcgp; do
@@ -54,7 +56,7 @@ B)
     done
     echo "tests chosen (every id but Cl(3,0)'s): $(wc -l </tmp/ids_test_gpu_fcgp_sm90.txt) + $(wc -l </tmp/ids_test_gpu_fcgp.txt)"
     # shellcheck disable=SC2046  # one test id a word (ids hold no spaces)
-    end=$END && END=$((SECONDS + 250)) # the sm90 tests at most 230 s, so the sanitizers keep their time
+    end=$END && END=$((SECONDS + 230)) # the sm90 tests at most 210 s, so the sanitizers keep their time
     room 120 "sm90 tests" && tests_in xy2_sm90 "" $(cat /tmp/ids_test_gpu_fcgp_sm90.txt)
     END=$end
     room 60 memcheck && sanitize memcheck 50
