@@ -17,9 +17,12 @@
 #      the norm (A's run failed on its workspace argument); in xy2b's tree the
 #      Cl(2,0) tests of test_gpu_fcgp_sm90.py (with the algebra-free ones) and of test_gpu_fcgp.py,
 #      memcheck over the Hopper cases and racecheck over the small Cl(2,0) cases 0-3 between them.
-#   C: the final tree: the issue-4 bench, the SASS check, memcheck over the Hopper cases, then the
-#      Hopper tests not run on it yet (the Cl(3,0) ones: norm_rows_cb changed its forward, which the
-#      backward's recomputed product runs too), as far as the call's time goes.
+#   C: (B: XY2 slower, +9% at Cl(2,0) bf16, xy2b +6%; dropped. Its tree's tests 276 + 190 passed,
+#      memcheck 0 errors, racecheck 0 hazards. The norm epilogue costs 9-27 us a kernel)
+#      last_states.patch against main (the last tile of a row block reads the other tiles' states
+#      at once, a thread a tile, where it read them one after another, two barriers each), twice
+#      each; the issue-4 bench in both trees; in the patched tree the SASS check, the forward's
+#      tests and then its Cl(3,0) tests as far as the call's time goes.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -68,14 +71,21 @@ B)
     ;;
 C)
     begin
-    room 110 bench && bench 100
+    PATCHES=benchmarks/results/fcgp-s48/last_states.patch SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
+        timeout 150 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|fwd_prep|bmm"
+    room 110 "bench, main" && echo "=== bench, main" && bench 100
+    mkdir -p "$R/bench_main" && mv "$R"/bench_fcgp* "$R/bench_main/" 2>/dev/null
+    tree=/tmp/fc_tree_last_states
+    cd "$tree" || exit 1
+    export PYTHONPATH="$tree"
+    room 110 "bench, last_states" && echo "=== bench, last_states" && bench 100
     room 130 sass && STAGES=sass timeout 125 bash tests/gpu_check.sh | tail -n 12
-    room 60 memcheck && sanitize memcheck 50
+    room 60 "forward tests" && tests_in fwd "" tests/test_gpu_fcgp_sm90.py -k "not backward"
     python3 -m pytest --collect-only -q -p no:cacheprovider tests/test_gpu_fcgp_sm90.py 2>/dev/null | grep "::" |
-        grep "Cl(3,0)" >/tmp/ids_cl3.txt
+        grep "Cl(3,0)" | grep backward >/tmp/ids_cl3.txt
     # shellcheck disable=SC2046  # one test id a word
-    room 60 "Cl(3,0) tests" && tests_in cl3 "" $(cat /tmp/ids_cl3.txt)
-    pack
+    room 40 "Cl(3,0) backward tests" && tests_in cl3 "" $(cat /tmp/ids_cl3.txt)
+    cd - >/dev/null && pack
     ;;
 *)
     echo "usage: $0 A | B | C"; exit 2 ;;
