@@ -998,22 +998,27 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         if (f != kTileLast)
             return;
         /* the last tile: every other tile has arrived, so each says within its bounded wait whether
-         * it scaled itself; scale those that gave up (tile x: column block x / CG, group x % CG) */
-        for (int x = 0; x < colblocks * CG; ++x) {
-            if (x == (int)blockIdx.x)
-                continue;
-            if (tid == 0)
-                *flag = tile_state(state + x);
+         * it scaled itself; scale those that gave up (tile x: column block x / CG, group x % CG).
+         * The states are read at once, a thread a tile, into sv (after rg): one after another, a
+         * read and two barriers each, they held the last tile of every row block 7 L2 round trips
+         * at Cl(3,0)'s 8 tiles a row block. The fix-ups run in tile order as before. */
+        const int n = colblocks * CG;
+        int *sv = (int *)(&rg[0][0] + 64 * G);
+        static_assert(128 + (64 * D + 64 * G + kConsumerThreads) * 4 <= STG, "flag, inv, rg and sv in stage 1");
+        for (int x0 = 0; x0 < n; x0 += kConsumerThreads) {
+            if (x0 + tid < n)
+                sv[tid] = x0 + tid == (int)blockIdx.x ? kTileWhole : tile_state(state + x0 + tid);
             consumers_sync();
-            const int sv = *flag;
-            consumers_sync(); /* flag read by all before thread 0 rewrites it */
-            if (sv != kTileGaveUp)
-                continue;
-            const int c0 = x / CG * C::NT, a0 = x % CG * C::DG;
-            if (No % 4 == 0)
-                norm_fixup<ID, C::NT, 4, C::DG>(ep.o, ep.out, inv, B, No, m0, c0, a0, tid);
-            else
-                norm_fixup<ID, C::NT, 1, C::DG>(ep.o, ep.out, inv, B, No, m0, c0, a0, tid);
+            for (int i = 0; i < min(kConsumerThreads, n - x0); ++i) {
+                if (sv[i] != kTileGaveUp)
+                    continue;
+                const int x = x0 + i, c0 = x / CG * C::NT, a0 = x % CG * C::DG;
+                if (No % 4 == 0)
+                    norm_fixup<ID, C::NT, 4, C::DG>(ep.o, ep.out, inv, B, No, m0, c0, a0, tid);
+                else
+                    norm_fixup<ID, C::NT, 1, C::DG>(ep.o, ep.out, inv, B, No, m0, c0, a0, tid);
+            }
+            consumers_sync(); /* sv read by all before the next round rewrites it */
         }
     };
     if constexpr (CG == 1) {
