@@ -23,6 +23,9 @@
 #      at once, a thread a tile, where it read them one after another, two barriers each), twice
 #      each; the issue-4 bench in both trees; in the patched tree the SASS check, the forward's
 #      tests and then its Cl(3,0) tests as far as the call's time goes.
+#   D: (C: last_states -8 us at Cl(3,0) bf16, merged; bench, SASS PASS, 147 + 176 tests passed)
+#      main (last_states merged): memcheck over the Hopper cases, then the Cl(3,0) backward tests C's
+#      limit cut (its last 22 ids) as far as the call's time goes.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -87,6 +90,15 @@ C)
     room 40 "Cl(3,0) backward tests" && tests_in cl3 "" $(cat /tmp/ids_cl3.txt)
     cd - >/dev/null && pack
     ;;
+D)
+    begin
+    room 60 memcheck && sanitize memcheck 50
+    python3 -m pytest --collect-only -q -p no:cacheprovider tests/test_gpu_fcgp_sm90.py 2>/dev/null | grep "::" |
+        grep "Cl(3,0)" | grep backward | tail -n 22 >/tmp/ids_cl3_tail.txt
+    # shellcheck disable=SC2046  # one test id a word
+    room 15 "Cl(3,0) backward tests, the tail" && tests_in cl3_tail "" $(cat /tmp/ids_cl3_tail.txt)
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C"; exit 2 ;;
+    echo "usage: $0 A | B | C | D"; exit 2 ;;
 esac
