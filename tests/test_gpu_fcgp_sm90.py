@@ -176,6 +176,29 @@ def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
         assert_mode(np64(want[0]), reference.fcgp_np(*args, alg, True), mode, "out", sens)
 
 
+# A NaN or an infinity in the inputs reaches the epilogue's partials (sums of |t|: NaN or inf, never
+# the unset word its tiles read the partials against, which has the sign bit set): the forward ends,
+# agrees with the finalize pass (NaN where the pass has NaN), and the rows without them stay finite.
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alg", ALGS)
+def test_norm_in_the_epilogue_with_nan_and_inf(sm90_on, alg, mode):
+    dtype, precision = FCGP_MODES[mode][:2]
+    x, y, w, _ = make_fcgp(alg, (300,), 128, 136, dtype, seed_for(f"sm90-norm-nan/{alg.name}") % 997)
+    bad = (5, 77, 200)
+    x[0, bad[0], 3] = float("nan")
+    x[1, bad[1], 0] = float("inf")
+    y[alg.D - 1, bad[2], 10] = -float("inf")
+    want = _forward_with(False, None, alg, x, y, w, precision)
+    for wait_us in (None, 0):
+        got = _forward_with(True, wait_us, alg, x, y, w, precision)
+        for k, name in enumerate(("out", "norms")):
+            torch.testing.assert_close(got[k], want[k], rtol=0, atol=0, equal_nan=True, msg=f"{name} {wait_us}")
+    good = torch.ones(x.shape[1], dtype=torch.bool, device="cuda")
+    good[list(bad)] = False
+    assert torch.isnan(want[0][:, bad[0]]).all()
+    assert torch.isfinite(want[0][:, good]).all() and torch.isfinite(want[1][good]).all()
+
+
 # How the forward brings W^T (_C._fcgp_sm90_fwd_wbulk: in stage order by bulk copies, the default, or
 # as boxes of W^T) and its cluster shape (_C._fcgp_sm90_fwd_cluster: 1 x 1, the default with the bulk
 # copies; 2 x 1 sharing x, y; 1 x 2 sharing W^T) move the same bytes into the same shared-memory image,

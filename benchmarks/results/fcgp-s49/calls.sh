@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Session 49's device calls (kind nvidia-h200: no H100 kind lent; carry [".nvcc_cache.tgz"], timeout
+# 600). Run as `bash benchmarks/results/fcgp-s49/calls.sh X 2>&1 | tee $OUT/output_tail.txt`.
+#   A: the forward's norm hand-off without its fence and count before the reads: poll.patch (each
+#      tile counts itself, relaxed, and meanwhile reads its row block's partials as they land,
+#      every partial word unset by fwd_prep and written once) and poll_late.patch (the count after
+#      the reads: ptxas's two-group tf32 spills 12 / 60 where poll's are 60 / 68 and main's
+#      12 / 36) against main, twice each; in poll's tree where the two-group forwards' spills lie
+#      (sass_check --sites) and the forward's tests.
+#   B: main after A: the issue-4 bench, the SASS check, memcheck, initcheck and synccheck over the
+#      Hopper cases, racecheck over the small Cl(2,0) cases, then the Cl(2,0) backward tests of
+#      test_gpu_fcgp_sm90.py as far as the call's time goes.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
+S49=benchmarks/results/fcgp-s49
+case "${1:-}" in
+A)
+    begin
+    PATCHES="$S49/poll_late.patch $S49/poll.patch" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
+        timeout 300 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|fwd_prep|bmm"
+    tree=/tmp/fc_tree_poll
+    cd "$tree" || exit 1
+    export PYTHONPATH="$tree"
+    room 40 sites && timeout 35 python3 tests/sass_check.py --sites 'fwd_tma_kernel<1, .*, 2>' 2>&1 |
+        tee "$R/sites_poll.txt" | grep -E "instructions|inside|outside" | cut -c1-60 | head -n 50
+    room 60 "forward tests" && tests_in fwd "" tests/test_gpu_fcgp_sm90.py -k "not backward"
+    cd - >/dev/null && pack
+    ;;
+B)
+    begin
+    room 110 bench && echo "=== bench" && bench 100
+    room 60 sass && timeout 55 python3 tests/sass_check.py 2>&1 | tail -n 12
+    room 60 memcheck && sanitize memcheck 50
+    room 80 "initcheck, synccheck" && sanitize "initcheck synccheck" 75
+    room 80 racecheck && RACECHECK=1 LOOPS=0 CASE_S=18 OUT="$R" CASES="0 1 2 3" \
+        timeout 80 bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 6
+    python3 -m pytest --collect-only -q -p no:cacheprovider tests/test_gpu_fcgp_sm90.py 2>/dev/null | grep "::" |
+        grep "Cl(2,0)" | grep backward >/tmp/ids_cl2.txt
+    # shellcheck disable=SC2046  # one test id a word
+    room 40 "Cl(2,0) backward tests" && tests_in cl2 "" $(cat /tmp/ids_cl2.txt)
+    pack
+    ;;
+*)
+    echo "usage: $0 A | B"; exit 2 ;;
+esac
