@@ -7,9 +7,12 @@
 #      the reads: ptxas's two-group tf32 spills 12 / 60 where poll's are 60 / 68 and main's
 #      12 / 36) against main, twice each; in poll's tree where the two-group forwards' spills lie
 #      (sass_check --sites) and the forward's tests.
-#   B: main after A: the issue-4 bench, the SASS check, memcheck, initcheck and synccheck over the
-#      Hopper cases, racecheck over the small Cl(2,0) cases, then the Cl(2,0) backward tests of
-#      test_gpu_fcgp_sm90.py as far as the call's time goes.
+#   B: (A: poll and poll_late slower at Cl(3,0), no change at Cl(2,0); dropped) probe_nowait.patch
+#      (timing only: no fence, count or wait, the partials read at once) against main: what the
+#      wait for the row block costs beside the norm's own work; then on main (session 48's kernels)
+#      what session 48 left unrun: the forward's tests (with the new NaN/inf one), initcheck and
+#      synccheck over the Hopper cases, racecheck over the small Cl(2,0) cases, the last 8 Cl(3,0)
+#      backward tests and the Cl(2,0) backward tests of test_gpu_fcgp_sm90.py.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -29,15 +32,20 @@ A)
     ;;
 B)
     begin
-    room 110 bench && echo "=== bench" && bench 100
-    room 60 sass && timeout 55 python3 tests/sass_check.py 2>&1 | tail -n 12
-    room 60 memcheck && sanitize memcheck 50
+    PATCHES="$S49/probe_nowait.patch" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
+        timeout 150 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|bmm"
+    room 60 "forward tests" && tests_in fwd "" tests/test_gpu_fcgp_sm90.py -k "not backward"
     room 80 "initcheck, synccheck" && sanitize "initcheck synccheck" 75
     room 80 racecheck && RACECHECK=1 LOOPS=0 CASE_S=18 OUT="$R" CASES="0 1 2 3" \
         timeout 80 bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 6
     python3 -m pytest --collect-only -q -p no:cacheprovider tests/test_gpu_fcgp_sm90.py 2>/dev/null | grep "::" |
-        grep "Cl(2,0)" | grep backward >/tmp/ids_cl2.txt
+        grep backward >/tmp/ids_bwd.txt
+    grep "Cl(3,0)" /tmp/ids_bwd.txt | tail -n 8 >/tmp/ids_cl3_tail.txt
+    grep "Cl(2,0)" /tmp/ids_bwd.txt >/tmp/ids_cl2.txt
+    echo "backward ids: $(wc -l </tmp/ids_cl3_tail.txt) Cl(3,0) (the last 8), $(wc -l </tmp/ids_cl2.txt) Cl(2,0)"
     # shellcheck disable=SC2046  # one test id a word
+    room 30 "Cl(3,0) backward tail" && tests_in cl3_tail "" $(cat /tmp/ids_cl3_tail.txt)
+    # shellcheck disable=SC2046
     room 40 "Cl(2,0) backward tests" && tests_in cl2 "" $(cat /tmp/ids_cl2.txt)
     pack
     ;;
