@@ -13,6 +13,8 @@
 #      what session 48 left unrun: the forward's tests (with the new NaN/inf one), initcheck and
 #      synccheck over the Hopper cases, racecheck over the small Cl(2,0) cases, the last 8 Cl(3,0)
 #      backward tests and the Cl(2,0) backward tests of test_gpu_fcgp_sm90.py.
+#   C: (B: the wait 3.5 us of the Cl(2,0) bf16 kernel; main's tests and sanitizers clean) on main, the
+#      op tests (test_gpu_fcgp.py) and the side-stream rerun (TESTPLAN H3) of the final tree.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -49,6 +51,17 @@ B)
     room 40 "Cl(2,0) backward tests" && tests_in cl2 "" $(cat /tmp/ids_cl2.txt)
     pack
     ;;
+C)
+    begin
+    room 100 "op tests" && tests_in op "" tests/test_gpu_fcgp.py
+    # TESTPLAN H3: every gpu test inside a non-default stream (as session 46 ran it)
+    room 100 "side stream" && FLASHCLIFFORD_TEST_SIDE_STREAM=1 timeout $((END - SECONDS - 20)) python3 -m pytest -q \
+        -m "gpu and not large" -p no:cacheprovider tests/test_gpu_reliability.py tests/test_gpu_streams.py \
+        tests/test_nn.py tests/test_gpu_fcgp.py >"$R/pytest_side.log" 2>&1
+    echo "side-stream rerun: rc $? $(tail -n 1 "$R/pytest_side.log")"
+    grep -E "^FAILED|^E " "$R/pytest_side.log" | head -n 8
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
