@@ -15,6 +15,8 @@
 #      backward tests and the Cl(2,0) backward tests of test_gpu_fcgp_sm90.py.
 #   C: (B: the wait 3.5 us of the Cl(2,0) bf16 kernel; main's tests and sanitizers clean) on main, the
 #      op tests (test_gpu_fcgp.py) and the side-stream rerun (TESTPLAN H3) of the final tree.
+#   D: (C: 258 passed, 9 skipped; side stream 313 passed, 10 skipped) on main, the GPU tests no other
+#      call of this session ran: reliability, SGP, gate, streams, nn, threads.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -62,6 +64,12 @@ C)
     grep -E "^FAILED|^E " "$R/pytest_side.log" | head -n 8
     pack
     ;;
+D)
+    begin
+    tests_in rest "" tests/test_gpu_reliability.py tests/test_gpu_sgp.py tests/test_gpu_gate.py tests/test_gpu_streams.py \
+        tests/test_nn.py tests/test_threads.py
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C"; exit 2 ;;
+    echo "usage: $0 A | B | C | D"; exit 2 ;;
 esac
