@@ -176,9 +176,10 @@ def test_norm_in_the_epilogue_is_the_finalize_pass(sm90_on, alg, mode):
         assert_mode(np64(want[0]), reference.fcgp_np(*args, alg, True), mode, "out", sens)
 
 
-# A NaN or an infinity in the inputs reaches the epilogue's partials (sums of |t|: NaN or inf, never
-# the unset word its tiles read the partials against, which has the sign bit set): the forward ends,
-# agrees with the finalize pass (NaN where the pass has NaN), and the rows without them stay finite.
+# A NaN or an infinity in the inputs reaches the epilogue's partials and norms: the forward ends, agrees
+# with the finalize pass (NaN where the pass has NaN), and the rows without them stay finite. (A
+# hand-off that reads the partials against an unset word, as session 49's dropped poll.patch did, must
+# never see a NaN sum as unset.)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("alg", ALGS)
 def test_norm_in_the_epilogue_with_nan_and_inf(sm90_on, alg, mode):
