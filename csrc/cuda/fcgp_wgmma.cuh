@@ -601,6 +601,18 @@ __device__ __forceinline__ void st_release_gpu(int *p, int v)
 {
     asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
+__device__ __forceinline__ void st_relaxed_gpu(int *p, int v)
+{
+    asm volatile("st.relaxed.gpu.global.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+/* the old value; a release of what this thread (and, through a bar.sync before, its CTA) wrote,
+ * an acquire of what the earlier adders released (their adds are one release sequence) */
+__device__ __forceinline__ int atom_add_acq_rel_gpu(int *p, int v)
+{
+    int old;
+    asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
 __device__ __forceinline__ long long global_ns()
 {
     long long t;
@@ -609,23 +621,30 @@ __device__ __forceinline__ long long global_ns()
 }
 
 /* The row-block handshake of the forward's epilogue norm (fwd_tma_kernel), by a tile's thread 0
- * once its partials are visible to every SM: count the tile into *count of n and, unless it
- * completed the count (kTileLast), wait at most wait_ns for the count to be whole: kTileWhole
- * (its state released as such: the last tile need not finish it) or kTileGaveUp (the caller
- * releases that state once whatever the last tile needs of it is written). No tile waits without
- * bound on one that may not be resident. */
+ * after a barrier over the tile's writers of its partials: count the tile into *count of n and,
+ * unless it completed the count (kTileLast), wait at most wait_ns for the count to be whole:
+ * kTileWhole (its state stored as such: the last tile need not finish it) or kTileGaveUp (the
+ * caller releases that state once whatever the last tile needs of it is written). No tile waits
+ * without bound on one that may not be resident. The add releases the CTA's partials (the barrier
+ * before orders every writer's stores before thread 0's release, as a CUTLASS semaphore's arrive)
+ * and acquires the others'; the wait's acquiring loads do the same for a tile that is not last,
+ * and a barrier after passes the acquire on to the readers. So no fence: the fence.sc before the
+ * add and after the wait, the count read once more after the wait and a release store of Whole
+ * were six L2 round trips a tile where this takes two or three (NOTES_FCGP.md session 50). Whole
+ * guards no data (the last tile only needs to know that the tile scaled itself): relaxed. */
 enum { kTileWhole = 1, kTileGaveUp = 2, kTileLast = 3 };
 __device__ __forceinline__ int tile_arrive(int *count, int n, int *state, long long wait_ns)
 {
-    if (atomicAdd(count, 1) == n - 1)
+    if (atom_add_acq_rel_gpu(count, 1) == n - 1)
         return kTileLast;
     const long long t0 = global_ns();
-    while (ld_acquire_gpu(count) < n && global_ns() - t0 < wait_ns)
+    int c;
+    while ((c = ld_acquire_gpu(count)) < n && global_ns() - t0 < wait_ns)
         __nanosleep(64);
-    const int f = ld_acquire_gpu(count) == n ? kTileWhole : kTileGaveUp;
-    if (f == kTileWhole)
-        st_release_gpu(state, kTileWhole);
-    return f;
+    if (c < n)
+        return kTileGaveUp;
+    st_relaxed_gpu(state, kTileWhole);
+    return kTileWhole;
 }
 /* ... and, for the last tile, another tile's state once that one has decided (it has arrived, so
  * it decides within its bounded wait) */
@@ -961,20 +980,14 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
             norm_rows<ID, 1, C::NT, J0, CG>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
         if (ep.mode != kEpiNorm || (int)blockIdx.x / CG >= colblocks || m0 >= B) /* tiles past the output: done */
             return;
-        /* count this tile into its row block once its partials are visible to every SM, then wait
-         * (bounded) for the rest (tile_arrive). One thread's fence after the barrier orders every
-         * consumer's stores before the count (cumulativity through bar.sync, as gW's segment
-         * hand-off and cooperative groups' grid sync rely on): one fence a tile where each of the
-         * 256 threads fenced (speed unchanged within 1.5 us, NOTES_FCGP.md session 29) */
+        /* count this tile into its row block, then wait (bounded) for the rest (tile_arrive): the
+         * barrier orders every consumer's partials before thread 0's releasing add, and the one
+         * after it thread 0's acquire before every consumer's reads of the others' partials */
         int *flag = (int *)(smem + STG); /* stage 1 */
         int *const count = ep.arrive + blockIdx.y, *const state = ep.state + (size_t)blockIdx.y * gridDim.x;
         consumers_sync();
-        if (tid == 0) {
-            __threadfence();
-            const int f = tile_arrive(count, colblocks * CG, state + blockIdx.x, ep.wait_ns);
-            __threadfence();
-            *flag = f;
-        }
+        if (tid == 0)
+            *flag = tile_arrive(count, colblocks * CG, state + blockIdx.x, ep.wait_ns);
         consumers_sync();
         const int f = *flag;
         if (f == kTileGaveUp) { /* o for the last tile to scale */

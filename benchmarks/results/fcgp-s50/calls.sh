@@ -8,6 +8,12 @@
 #      against main (the trace off: the same speed, or the trace's code costs something); and gz's
 #      tiles the same way in one backward of each cell (start, the programmatic wait, the first
 #      stage, the K loop, G's staging and barrier, the epilogue), both launches.
+#   B: (A: the wait is round trips, not skew, at Cl(2,0)) acqrel.patch: the handshake without
+#      fences (a releasing and acquiring add, the wait's value kept, Whole stored relaxed) against
+#      main, twice each; its tree's forward tests and the issue-4 bench in it.
+#   C: (B: -0.6 to -2 us a kernel, every cell; merged) on main: the hang loops under both chain
+#      settings, racecheck over the small Cl(2,0) cases, memcheck and synccheck over the Hopper
+#      cases, the op tests.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
@@ -25,6 +31,25 @@ A)
         tee "$R/trace.txt"
     pack
     ;;
+B)
+    begin
+    PATCHES="$S50/acqrel.patch" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
+        timeout 200 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|bmm"
+    tree=/tmp/fc_tree_acqrel
+    cd "$tree" || exit 1
+    export PYTHONPATH="$tree"
+    room 120 "forward tests" && tests_in fwd "" tests/test_gpu_fcgp_sm90.py -k "not backward"
+    room 100 bench && bench 95
+    cd - >/dev/null && pack
+    ;;
+C)
+    begin
+    room 200 "hang loops, racecheck" && RACECHECK=1 OUT="$R" CASES="0 1 2 3" CASE_S=18 LOOP_S=60 ITERS=300 \
+        timeout 200 bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 10
+    room 90 "memcheck, synccheck" && sanitize "memcheck synccheck" 80
+    room 100 "op tests" && tests_in op "" tests/test_gpu_fcgp.py
+    pack
+    ;;
 *)
-    echo "usage: $0 A"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
