@@ -13,6 +13,8 @@
 #                 SASS instruction ($R/src_LABEL.txt) and the memory sections ($R/details_LABEL.txt)
 #   sanitize TOOLS S  (session 45 on) the sanitizer stage's TOOLS over the Hopper cases, S s at most
 #   pack          every log but output_tail.txt into $R/logs.tgz
+#   ab_fwd PATCHES S  (session 48 on) fcgp_ab_trees.sh: main against each patch, two runs a tree, S
+#                 s at most, logs in $R/ab, the forward's and the yardstick's lines
 R=${OUT:-gpu_check_out}
 mkdir -p "$R"
 export OUT="$R"
@@ -63,6 +65,12 @@ ncu_src() {
 sanitize() {
     SANITIZE_TOOLS=$1 SANITIZE_ARGS=--hopper STAGES=sanitize timeout "$2" bash tests/gpu_check.sh 2>&1 |
         grep -E "canar|exit|SUMMARY|NOT|^ +[0-9]+ fc::" | head -n 30
+}
+# ab_fwd PATCHES S: main against each of PATCHES (space-separated) by fcgp_ab_trees.sh, each tree
+# under its defaults twice, S seconds at most; the patched trees stay in /tmp/fc_tree_<name>
+ab_fwd() {
+    PATCHES="$1" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" timeout "$2" bash benchmarks/fcgp_ab_trees.sh 2>&1 |
+        grep -E "===|#####|forward|fwd_tma|fwd_prep|bmm"
 }
 # pack: every log but output_tail.txt into logs.tgz (a call brings back 8 files at most)
 pack() {

@@ -28,7 +28,7 @@
 #      limit cut (its last 22 ids) as far as the call's time goes.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack, ab_fwd
 case "${1:-}" in
 A)
     begin
@@ -74,8 +74,7 @@ B)
     ;;
 C)
     begin
-    PATCHES=benchmarks/results/fcgp-s48/last_states.patch SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
-        timeout 150 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|fwd_prep|bmm"
+    ab_fwd "benchmarks/results/fcgp-s48/last_states.patch" 150
     room 110 "bench, main" && echo "=== bench, main" && bench 100
     mkdir -p "$R/bench_main" && mv "$R"/bench_fcgp* "$R/bench_main/" 2>/dev/null
     tree=/tmp/fc_tree_last_states

@@ -19,13 +19,12 @@
 #      call of this session ran: reliability, SGP, gate, streams, nn, threads.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack, ab_fwd
 S49=benchmarks/results/fcgp-s49
 case "${1:-}" in
 A)
     begin
-    PATCHES="$S49/poll_late.patch $S49/poll.patch" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
-        timeout 300 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|fwd_prep|bmm"
+    ab_fwd "$S49/poll_late.patch $S49/poll.patch" 300
     tree=/tmp/fc_tree_poll
     cd "$tree" || exit 1
     export PYTHONPATH="$tree"
@@ -36,8 +35,7 @@ A)
     ;;
 B)
     begin
-    PATCHES="$S49/probe_nowait.patch" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
-        timeout 150 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|bmm"
+    ab_fwd "$S49/probe_nowait.patch" 150
     room 60 "forward tests" && tests_in fwd "" tests/test_gpu_fcgp_sm90.py -k "not backward"
     room 80 "initcheck, synccheck" && sanitize "initcheck synccheck" 75
     room 80 racecheck && RACECHECK=1 LOOPS=0 CASE_S=18 OUT="$R" CASES="0 1 2 3" \

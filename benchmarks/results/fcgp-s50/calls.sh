@@ -16,13 +16,12 @@
 #      cases, the op tests.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack, ab_fwd
 S50=benchmarks/results/fcgp-s50
 case "${1:-}" in
 A)
     begin
-    PATCHES="$S50/trace.patch" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
-        timeout 240 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|bmm"
+    ab_fwd "$S50/trace.patch" 240
     tree=/tmp/fc_tree_trace
     room 60 trace && (cd "$tree" && PYTHONPATH="$tree" timeout $((END - SECONDS - 10)) python3 benchmarks/lab/fwd_trace.py \
         2,bfloat16,4096,512 2,bfloat16,4096,512,nonorm 2,float32,4096,512 2,float32,4096,512,nonorm \
@@ -33,8 +32,7 @@ A)
     ;;
 B)
     begin
-    PATCHES="$S50/acqrel.patch" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" \
-        timeout 200 bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|fwd_tma|bmm"
+    ab_fwd "$S50/acqrel.patch" 200
     tree=/tmp/fc_tree_acqrel
     cd "$tree" || exit 1
     export PYTHONPATH="$tree"
