@@ -4,8 +4,9 @@
 #   A: main against two patches, two runs each (forward and backward lines): rowsums.patch (the
 #      Cl(2,0) forward norm's split grade summed by each warpgroup over its own components, one
 #      float a row passed, no barrier before) and gzraw.patch (gz's x, y held as loaded across the
-#      barrier that waits for every G, widened after it); the forward tests in rowsums' tree, the
-#      backward tests in gzraw's, racecheck over the small Cl(2,0) cases in rowsums' tree.
+#      barrier that waits for every G, widened after it), and gzgate.patch (gzraw's change and each
+#      position's gates evaluated once in gz's epilogue); the forward tests in rowsums' tree, the
+#      backward tests in gzgate's, racecheck over the small Cl(2,0) cases in rowsums' tree.
 #   B: (after merging what A shows faster) on main: the issue-4 bench, memcheck and synccheck over
 #      the Hopper cases, the hang loops, the op tests.
 set -uo pipefail
@@ -15,14 +16,14 @@ S51=benchmarks/results/fcgp-s51
 case "${1:-}" in
 A)
     begin
-    PATCHES="$S51/rowsums.patch $S51/gzraw.patch" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" timeout 240 \
+    PATCHES="$S51/rowsums.patch $S51/gzraw.patch $S51/gzgate.patch" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" timeout 240 \
         bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|backward|fwd_tma|gz_tma|bmm"
     (cd /tmp/fc_tree_rowsums && export PYTHONPATH=/tmp/fc_tree_rowsums &&
         room 80 "rowsums forward tests" && tests_in rows_fwd "" tests/test_gpu_fcgp_sm90.py -k "not backward" &&
         room 120 "rowsums racecheck" && LOOPS=0 RACECHECK=1 OUT="$R/race" CASES="0 1 2 3" CASE_S=25 \
             timeout 115 bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 5)
-    (cd /tmp/fc_tree_gzraw && export PYTHONPATH=/tmp/fc_tree_gzraw &&
-        room 60 "gzraw backward tests" && tests_in raw_bwd "" tests/test_gpu_fcgp_sm90.py -k "backward and not mma.sync")
+    (cd /tmp/fc_tree_gzgate && export PYTHONPATH=/tmp/fc_tree_gzgate &&
+        room 60 "gzgate backward tests" && tests_in gate_bwd "" tests/test_gpu_fcgp_sm90.py -k "backward and not mma.sync")
     pack
     ;;
 B)
