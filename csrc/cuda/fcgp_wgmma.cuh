@@ -466,24 +466,48 @@ __device__ __forceinline__ void norm_share(const float (&acc)[JW][NT / 2], float
     }
 }
 
+/* Where every component of the split grade has a sign s_A of the same side (Cl(2,0)'s vector
+ * grade: both +1), |t| at a position is the sum of the warpgroups' |t| shares, so each warpgroup
+ * sums its own share over its columns and warpgroup 1 passes one float a row (norm_rows' sx) where
+ * norm_share passed its t at every position (64 floats a thread through shared memory, then
+ * warpgroup 0 summing two grades while warpgroup 1 summed one: NOTES_FCGP.md session 51). */
+template <int ID, int J0 = 0, int JW = AlgebraTraits<ID>::D / 2> __host__ __device__ constexpr bool split_by_rows()
+{
+    constexpr int GS = GradeSplit<ID, J0, JW>::split;
+    if (GS < 0)
+        return false;
+    bool pos = true, neg = true;
+    for (int a = AlgebraTraits<ID>::table.grade_start[GS]; a < AlgebraTraits<ID>::table.grade_start[GS + 1]; ++a) {
+        pos = pos && AlgebraTraits<ID>::table.grade_sign[a] >= 0;
+        neg = neg && AlgebraTraits<ID>::table.grade_sign[a] <= 0;
+    }
+    return pos || neg;
+}
+
 /* the owned grades' |t| summed over the block's columns, one partial a (row, grade) of the block's
  * column block (blockIdx.x / CG: read here, where a column block passed in, a register held
- * through the K loop, cost the one-group Cl(3,0) bf16 forward 4 / 8 bytes of spills, ptxas) */
-template <int ID, int WG, int NT, int J0 = 0, int CG = 1, int JW>
+ * through the K loop, cost the one-group Cl(3,0) bf16 forward 4 / 8 bytes of spills, ptxas).
+ * BYROWS (split_by_rows): the split grade's share of each warpgroup over its columns instead,
+ * warpgroup 1's into sx (64 rows, shared memory), warpgroup 0's into own (its rows g, g + 8), which
+ * norm_rows_finish adds once sx is written; tx is not read. */
+template <int ID, int WG, int NT, int J0 = 0, int CG = 1, bool BYROWS = false, int JW>
 __device__ __forceinline__ void norm_rows(const float (&acc)[JW][NT / 2], const float *tx, float *partial, int B,
-                                          int colblocks, int row0, int wtid, int t)
+                                          int colblocks, int row0, int wtid, int t, float *sx = nullptr,
+                                          float *own = nullptr)
 {
     const unsigned cb = blockIdx.x / CG;
     constexpr int G = AlgebraTraits<ID>::G, GS = GradeSplit<ID, J0, JW>::split;
+    static_assert(!BYROWS || split_by_rows<ID, J0, JW>(), "the split grade's shares add without cancelling");
     static_for<G>([&](auto gg) {
         constexpr int GR = decltype(gg)::value, start = AlgebraTraits<ID>::table.grade_start[GR];
-        /* the group's grades only; owner: the lower warpgroup */
-        if constexpr (start >= J0 && start < J0 + 2 * JW && (start < J0 + JW ? 0 : 1) == WG) {
+        constexpr bool mine = start >= J0 && start < J0 + 2 * JW && (start < J0 + JW ? 0 : 1) == WG;
+        /* the group's grades only; owner: the lower warpgroup (BYROWS: both sum their share of GS) */
+        if constexpr (mine || (BYROWS && GR == GS)) {
             float rs[2] = {0.f, 0.f};
 #pragma unroll
             for (int pos = 0; pos < NT / 2; ++pos) {
                 float tv = grade_t<ID, WG, GR, NT, J0>(acc, pos);
-                if constexpr (GR == GS)
+                if constexpr (GR == GS && !BYROWS)
                     tv += tx[pos * 128 + wtid];
                 rs[(pos >> 1) & 1] += fabsf(tv);
             }
@@ -491,11 +515,31 @@ __device__ __forceinline__ void norm_rows(const float (&acc)[JW][NT / 2], const 
             for (int h = 0; h < 2; ++h) {
                 rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 1);
                 rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 2);
-                if (t == 0 && row0 + 8 * h < B && (int)cb < colblocks)
+                if constexpr (BYROWS && GR == GS) {
+                    if (WG == 1 && t == 0)
+                        sx[wtid / 32 * 16 + wtid % 32 / 4 + 8 * h] = rs[h];
+                    if (WG == 0)
+                        own[h] = rs[h];
+                } else if (t == 0 && row0 + 8 * h < B && (int)cb < colblocks) {
                     partial[((size_t)cb * B + row0 + 8 * h) * G + GR] = rs[h];
+                }
             }
         }
     });
+}
+
+/* ... BYROWS, warpgroup 0 after a barrier over both: the split grade's partial, its share then
+ * warpgroup 1's (one order: the bits are the same whichever tile or pass reads them) */
+template <int ID, int CG = 1, int J0 = 0, int JW = AlgebraTraits<ID>::D / 2>
+__device__ __forceinline__ void norm_rows_finish(const float *sx, const float (&own)[2], float *partial, int B,
+                                                 int colblocks, int row0, int wtid, int t)
+{
+    constexpr int G = AlgebraTraits<ID>::G, GS = GradeSplit<ID, J0, JW>::split;
+    const unsigned cb = blockIdx.x / CG;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+        if (t == 0 && row0 + 8 * h < B && (int)cb < colblocks)
+            partial[((size_t)cb * B + row0 + 8 * h) * G + GS] = own[h] + sx[wtid / 32 * 16 + wtid % 32 / 4 + 8 * h];
 }
 
 /* One block a row: r_g from the column-block partials in order, norms (B, G) = r, out /= r. */
@@ -749,14 +793,18 @@ __host__ __device__ constexpr int64_t wst_offset(int P, int NT, int64_t steps, i
 
 /* A TMA stage: x, y, every path's W^T tile, and (GATE) the gate product's tile (64 rows x 32
  * bytes, after W^T so every tile keeps the alignment its layout needs); the kernel's dynamic
- * shared memory: the stages, 1024 bytes to align them, and the full / empty mbarriers. */
+ * shared memory: the stages, 1024 bytes to align them, the full / empty mbarriers and the norm's
+ * row sums. */
 template <int ID, int MODE, bool GATE, int CG = 1> __host__ __device__ constexpr int tma_stage_bytes()
 {
     return Cfg<ID, MODE, 0, CG>::STAGE + (GATE ? Cfg<ID, MODE, 0, CG>::BM * 32 : 0);
 }
 template <int ID, int MODE, bool GATE, int CG = 1> __host__ __device__ constexpr int tma_smem_bytes()
 {
-    return Cfg<ID, MODE, 0, CG>::STAGES * tma_stage_bytes<ID, MODE, GATE, CG>() + 1024 + 2 * Cfg<ID, MODE, 0, CG>::STAGES * 8;
+    /* the stages, the alignment slack, the full and empty mbarriers, then the norm's 64 row sums
+     * (split_by_rows) */
+    return Cfg<ID, MODE, 0, CG>::STAGES * tma_stage_bytes<ID, MODE, GATE, CG>() + 1024 +
+           2 * Cfg<ID, MODE, 0, CG>::STAGES * 8 + 64 * 4;
 }
 
 /* The same forward with the tiles brought by the copy engine (tma.cuh): x and y one 3-D box
@@ -969,15 +1017,29 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         if (ep.partial == nullptr)
             return;
         const int colblocks = (No + C::NT - 1) / C::NT;
-        float *tx = (float *)smem; /* stage 0: every step consumed, every copy landed */
-        consumers_sync();           /* ... and read by both warpgroups */
-        if (wgi == 1)
-            norm_share<ID, C::NT, J0>(acc, tx, tid % 128);
-        consumers_sync();
-        if (wgi == 0)
-            norm_rows<ID, 0, C::NT, J0, CG>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
-        else
-            norm_rows<ID, 1, C::NT, J0, CG>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
+        /* one group only: the two-group Cl(3,0) forms (grade 1 split in group 0) spilled more with
+         * it (ptxas, bf16 20 / 84 -> 32 / 156 bytes) */
+        if constexpr (CG == 1 && split_by_rows<ID, J0, C::JW>()) {
+            /* from registers, and sx beside the barriers, outside the ring: no barrier before */
+            float *sx = (float *)(empty + S), own[2];
+            if (wgi == 0)
+                norm_rows<ID, 0, C::NT, J0, CG, true>(acc, nullptr, ep.partial, B, colblocks, row, tid % 128, t, sx, own);
+            else
+                norm_rows<ID, 1, C::NT, J0, CG, true>(acc, nullptr, ep.partial, B, colblocks, row, tid % 128, t, sx, own);
+            consumers_sync(); /* sx written */
+            if (wgi == 0)
+                norm_rows_finish<ID, CG, J0, C::JW>(sx, own, ep.partial, B, colblocks, row, tid % 128, t);
+        } else {
+            float *tx = (float *)smem; /* stage 0: every step consumed, every copy landed */
+            consumers_sync();           /* ... and read by both warpgroups */
+            if (wgi == 1)
+                norm_share<ID, C::NT, J0>(acc, tx, tid % 128);
+            consumers_sync();
+            if (wgi == 0)
+                norm_rows<ID, 0, C::NT, J0, CG>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
+            else
+                norm_rows<ID, 1, C::NT, J0, CG>(acc, tx, ep.partial, B, colblocks, row, tid % 128, t);
+        }
         if (ep.mode != kEpiNorm || (int)blockIdx.x / CG >= colblocks || m0 >= B) /* tiles past the output: done */
             return;
         /* count this tile into its row block, then wait (bounded) for the rest (tile_arrive): the
