@@ -198,17 +198,51 @@ __device__ __forceinline__ void prefetch_share(const E *x, const E *y, int64_t c
     }
 }
 
+/* Two adjacent positions' D components of bf16 data as loaded (one 2-element load a component, x
+ * 2-element aligned, cs even), widened by widen2 where they are used: a conversion placed before a
+ * barrier makes the thread wait there for its own loads (load_comps2 widens at once). */
+template <int D>
+__device__ __forceinline__ void load_raw2(const __nv_bfloat16 *__restrict__ x, int64_t cs, __nv_bfloat162 (&w)[D])
+{
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        w[a] = *(const __nv_bfloat162 *)(x + a * cs);
+}
+template <int D> __device__ __forceinline__ void widen2(const __nv_bfloat162 (&w)[D], float (&v)[2][D])
+{
+#pragma unroll
+    for (int a = 0; a < D; ++a) {
+        const float2 f = __bfloat1622float2(w[a]);
+        v[0][a] = f.x, v[1][a] = f.y;
+    }
+}
+
+/* A position's gate Phi(x_0) and its derivative phi(x_0) for MVGELU and its backward, of the data
+ * type Tio (gate_of, gate_grad_of: bf16 data the short erf and the hardware exp, as fwd_prep's gate
+ * product), each evaluated once: gelu_of and gate_backward_vals evaluated Phi each under its own
+ * test of the gate, and the compiler kept both (PTX: four divisions and exponentials a position
+ * where two are needed; NOTES_FCGP.md session 51). The same operations, so the same bits. */
+struct GateAt {
+    float ph, dph;
+};
+template <class Tio> __device__ __forceinline__ GateAt gate_at(int gate, float x0)
+{
+    if (!gate)
+        return {1.f, 0.f};
+    return {gate_of<Tio>(x0), gate_grad_of<Tio>(x0)};
+}
+
 /* One position's dL/dxg, dL/dyg (tx, ty) through the product's terms, from its x, y (xr, yr; xg, yg
- * formed here: bf16 data (Tio) take the short erf and the hardware exp, gate_of, as fwd_prep's gate
- * product does) and its G of pair q, g(q). */
-template <int ID, class Tio, int D, class GOf>
-__device__ __forceinline__ void gz_terms(int gate, const float (&xr)[D], const float (&yr)[D], GOf g, float (&tx)[D],
-                                         float (&ty)[D])
+ * formed here with their gates gxs, gys) and its G of pair q, g(q). */
+template <int ID, int D, class GOf>
+__device__ __forceinline__ void gz_terms(const GateAt &gxs, const GateAt &gys, const float (&xr)[D],
+                                         const float (&yr)[D], GOf g, float (&tx)[D], float (&ty)[D])
 {
     using A = AlgebraTraits<ID>;
     float xv[D], yv[D];
-    gelu_of<Tio>(gate, xr, xv);
-    gelu_of<Tio>(gate, yr, yv);
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        xv[a] = xr[a] * gxs.ph, yv[a] = yr[a] * gys.ph; /* gelu_of */
 #pragma unroll
     for (int a = 0; a < D; ++a)
         tx[a] = ty[a] = 0.f;
@@ -219,6 +253,26 @@ __device__ __forceinline__ void gz_terms(int gate, const float (&xr)[D], const f
         tx[e.i] += float(e.sign) * yv[e.k] * gv;
         ty[e.k] += float(e.sign) * xv[e.i] * gv;
     });
+}
+
+/* ... and the MVGELU backward of t at that position (gate_backward_vals with its gate given) */
+template <int D>
+__device__ __forceinline__ void gz_gate_backward(int gate, const GateAt &gs, const float (&t)[D], const float (&xr)[D],
+                                                 float (&g)[D])
+{
+    if (!gate) {
+#pragma unroll
+        for (int a = 0; a < D; ++a)
+            g[a] = t[a];
+        return;
+    }
+    float s0 = 0;
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        s0 += t[a] * xr[a];
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+        g[a] = t[a] * gs.ph + (a == 0 ? s0 * gs.dph : 0.f);
 }
 
 /* gomap over go^T's panels (got_offset) of a chunk of B rows (4-D: 8 rows of a panel, row groups,
@@ -333,14 +387,16 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
     if constexpr (PAIRS) {
         auto al2 = [](const void *p, size_t e) { return p == nullptr || (uintptr_t)p % (2 * e) == 0; };
         if (Ni % 2 == 0 && al2(x, sizeof(*x)) && al2(y, sizeof(*y)) && al2(gx, sizeof(Tio)) && al2(gy, sizeof(Tio))) {
-            float xr2[ROUNDS2][2][D], yr2[ROUNDS2][2][D];
+            /* as loaded (bf16 pairs), widened after the barrier: widened before it, each thread
+             * waited there for its own loads (NOTES_FCGP.md session 51) */
+            __nv_bfloat162 xw[ROUNDS2][D], yw[ROUNDS2][D];
 #pragma unroll
             for (int i = 0; i < ROUNDS2; ++i) {
                 const int pl = i * kSplitThreads + tid, row = 2 * pl / C::BN, col = 2 * pl % C::BN;
                 const int64_t b = m0 + row, n = n0 + col; /* n even, so n + 1 < N_in with n */
                 if (pl < SHARE / 2 && b < B && n < Ni) {
-                    load_comps2(x + b * Ni + n, BNi, xr2[i]);
-                    load_comps2(y + b * Ni + n, BNi, yr2[i]);
+                    load_raw2(x + b * Ni + n, BNi, xw[i]);
+                    load_raw2(y + b * Ni + n, BNi, yw[i]);
                 }
             }
             __syncthreads(); /* every G staged */
@@ -350,6 +406,9 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
                 const int64_t b = m0 + row, n = n0 + col;
                 if (pl >= SHARE / 2 || b >= B || n >= Ni)
                     continue;
+                float xr2[1][2][D], yr2[1][2][D];
+                widen2(xw[i], xr2[0]);
+                widen2(yw[i], yr2[0]);
                 float2 gq[C::NP];
                 static_for<C::NP>([&](auto q) {
                     constexpr int Q = decltype(q)::value; /* GS and col even: 8-byte aligned */
@@ -360,9 +419,10 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     float tx[D], ty[D];
-                    gz_terms<ID, Tio>(gate, xr2[i][e], yr2[i][e], [&](int q) { return e ? gq[q].y : gq[q].x; }, tx, ty);
-                    gate_backward_vals<Tio>(gate, tx, xr2[i][e], gxv[e]);
-                    gate_backward_vals<Tio>(gate, ty, yr2[i][e], gyv[e]);
+                    const GateAt gxs = gate_at<Tio>(gate, xr2[0][e][0]), gys = gate_at<Tio>(gate, yr2[0][e][0]);
+                    gz_terms<ID>(gxs, gys, xr2[0][e], yr2[0][e], [&](int q) { return e ? gq[q].y : gq[q].x; }, tx, ty);
+                    gz_gate_backward(gate, gxs, tx, xr2[0][e], gxv[e]);
+                    gz_gate_backward(gate, gys, ty, yr2[0][e], gyv[e]);
                 }
                 const int64_t off = b * Ni + n;
 #pragma unroll
@@ -376,14 +436,18 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
             return;
         }
     }
-    float xr[ROUNDS][D], yr[ROUNDS][D];
+    using E = Elem<MODE>; /* x, y as loaded, widened after the barrier (as above) */
+    E xe[ROUNDS][D], ye[ROUNDS][D];
 #pragma unroll
     for (int i = 0; i < ROUNDS; ++i) {
         const int pl = i * kSplitThreads + tid, pos = grp * SHARE + pl, row = pos / C::BN, col = pos % C::BN;
         const int64_t b = m0 + row, n = n0 + col;
         if (pl < SHARE && b < B && n < Ni) {
-            load_comps(x + b * Ni + n, BNi, xr[i]);
-            load_comps(y + b * Ni + n, BNi, yr[i]);
+#pragma unroll
+            for (int a = 0; a < D; ++a) {
+                xe[i][a] = x[b * Ni + n + a * BNi];
+                ye[i][a] = y[b * Ni + n + a * BNi];
+            }
         }
     }
     if constexpr (C::GROUPS > 1)
@@ -414,12 +478,25 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
             }
         });
         const int64_t off = b * Ni + n;
-        float tx[D], ty[D];
-        gz_terms<ID, Tio>(gate, xr[i], yr[i], [&](int q) { return gq[q]; }, tx, ty);
-        if (gx)
-            gate_backward_of<Tio>(gate, tx, xr[i], gx + off, BNi);
-        if (gy)
-            gate_backward_of<Tio>(gate, ty, yr[i], gy + off, BNi);
+        float xr[D], yr[D], tx[D], ty[D];
+#pragma unroll
+        for (int a = 0; a < D; ++a)
+            xr[a] = load<E>(xe[i][a]), yr[a] = load<E>(ye[i][a]);
+        const GateAt gxs = gate_at<Tio>(gate, xr[0]), gys = gate_at<Tio>(gate, yr[0]);
+        gz_terms<ID>(gxs, gys, xr, yr, [&](int q) { return gq[q]; }, tx, ty);
+        float v[D];
+        if (gx) {
+            gz_gate_backward(gate, gxs, tx, xr, v);
+#pragma unroll
+            for (int a = 0; a < D; ++a)
+                gx[off + a * BNi] = store<Tio>(v[a]);
+        }
+        if (gy) {
+            gz_gate_backward(gate, gys, ty, yr, v);
+#pragma unroll
+            for (int a = 0; a < D; ++a)
+                gy[off + a * BNi] = store<Tio>(v[a]);
+        }
     }
     if constexpr (C::GROUPS > 1)
         tma::cluster_sync(); /* the other CTA has read this one's G: its shared memory may go */
