@@ -7,8 +7,10 @@
 #      barrier that waits for every G, widened after it), and gzgate.patch (gzraw's change and each
 #      position's gates evaluated once in gz's epilogue); the forward tests in rowsums' tree, the
 #      backward tests in gzgate's, racecheck over the small Cl(2,0) cases in rowsums' tree.
-#   B: (after merging what A shows faster) on main: the issue-4 bench, memcheck and synccheck over
-#      the Hopper cases, the hang loops, the op tests.
+#   B: (A: all three faster; rowsums and gzgate merged) on main: main against gz_revert.patch (main
+#      without the gz change: the rowsums tree's sources) once, benchmarks/go_bits.py's digests in
+#      both (the gz change claims the same bits), racecheck over the small Cl(2,0) cases, memcheck
+#      and synccheck over the Hopper cases, the issue-4 bench, the hang loops, the op tests.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack, ab_fwd
@@ -28,11 +30,19 @@ A)
     ;;
 B)
     begin
-    room 100 bench && bench 95
+    PATCHES="$S51/gz_revert.patch" SETTINGS="base" PARTS_S=60 OUT="$R/ab" timeout 120 \
+        bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|forward|backward|fwd_tma|gz_tma|bmm"
+    timeout 60 python3 benchmarks/go_bits.py >"$R/bits_main.txt" 2>&1
+    (cd /tmp/fc_tree_gz_revert && PYTHONPATH=/tmp/fc_tree_gz_revert timeout 60 python3 benchmarks/go_bits.py) \
+        >"$R/bits_gz_revert.txt" 2>&1
+    echo "go_bits: $(wc -l <"$R/bits_main.txt") lines; diff against gz_revert: $(diff "$R/bits_main.txt" "$R/bits_gz_revert.txt" >/dev/null && echo same || echo DIFFERENT)"
+    room 120 racecheck && LOOPS=0 RACECHECK=1 OUT="$R" CASES="0 1 2 3" CASE_S=25 timeout 115 \
+        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 5
     room 90 "memcheck, synccheck" && sanitize "memcheck synccheck" 80
-    room 130 "hang loops" && LOOPS=1 RACECHECK=0 OUT="$R" LOOP_S=60 ITERS=300 timeout 130 \
-        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 4
-    room 100 "op tests" && tests_in op "" tests/test_gpu_fcgp.py
+    room 100 bench && bench 95
+    room 100 "hang loops" && LOOPS=1 RACECHECK=0 OUT="$R" LOOP_S=45 ITERS=300 timeout 100 \
+        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 3
+    room 60 "op tests" && tests_in op "" tests/test_gpu_fcgp.py
     pack
     ;;
 *)
