@@ -11,6 +11,9 @@
 #      without the gz change: the rowsums tree's sources) once, benchmarks/go_bits.py's digests in
 #      both (the gz change claims the same bits), racecheck over the small Cl(2,0) cases, memcheck
 #      and synccheck over the Hopper cases, the issue-4 bench, the hang loops, the op tests.
+#   C: (B: the same bits, every check clean) on main: initcheck over the Hopper cases, then the whole
+#      of test_gpu_fcgp_sm90.py (calls A and B ran its forward tests on rowsums' tree and its
+#      backward tests on gzgate's, not on the two together).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack, ab_fwd
@@ -45,6 +48,12 @@ B)
     room 60 "op tests" && tests_in op "" tests/test_gpu_fcgp.py
     pack
     ;;
+C)
+    begin
+    room 60 initcheck && sanitize initcheck 55
+    room 60 "sm90 tests" && tests_in sm90 "" tests/test_gpu_fcgp_sm90.py
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
