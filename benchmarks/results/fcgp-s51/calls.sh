@@ -14,6 +14,8 @@
 #   C: (B: the same bits, every check clean) on main: initcheck over the Hopper cases, then the whole
 #      of test_gpu_fcgp_sm90.py (calls A and B ran its forward tests on rowsums' tree and its
 #      backward tests on gzgate's, not on the two together).
+#   D: (C: 549 passed, initcheck clean) on main: the other GPU files that run these kernels
+#      (reliability, streams, the layers, the gate), as long as the call lasts.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack, ab_fwd
@@ -54,6 +56,12 @@ C)
     room 60 "sm90 tests" && tests_in sm90 "" tests/test_gpu_fcgp_sm90.py
     pack
     ;;
+D)
+    begin
+    room 60 "other GPU tests" && tests_in other "" tests/test_gpu_reliability.py tests/test_gpu_streams.py \
+        tests/test_nn.py tests/test_gpu_gate.py
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C"; exit 2 ;;
+    echo "usage: $0 A | B | C | D"; exit 2 ;;
 esac
