@@ -418,9 +418,10 @@ __device__ __forceinline__ void store_out(float (&acc)[JW][NT / 2], Tout *out, i
 /* Grade RMSNorm in the epilogue (SPEC: q_g = mean over features of |sum_{A in g} s_A o_A^2|,
  * out = o / sqrt(q_g + 1e-6)). The block's two warpgroups hold different components at the
  * same positions; a grade split between them (at most one: the split is at D/2) is owned by
- * warpgroup 0, which adds warpgroup 1's share of t from shared memory. The owner sums |t|
- * over its columns into one partial a (row, grade, column block); norm_finalize sums the
- * column blocks in order and scales the output (the one light extra pass). */
+ * warpgroup 0, which adds warpgroup 1's share of t from shared memory (or, where the grade's
+ * signs agree, its row sums: split_by_rows). The owner sums |t| over its columns into one
+ * partial a (row, grade, column block); norm_finalize sums the column blocks in order and
+ * scales the output (the one light extra pass). */
 /* With component groups (Cfg's CG) the same holds inside the group [J0, J0 + 2 JW): its grades are
  * whole (Cfg::grouped), a grade split between its warpgroups (at J0 + JW) is the lower one's, and
  * the partials are the tile's column block's (cb), whichever group wrote them. */
