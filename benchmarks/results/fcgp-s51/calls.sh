@@ -16,6 +16,10 @@
 #      backward tests on gzgate's, not on the two together).
 #   D: (C: 549 passed, initcheck clean) on main: the other GPU files that run these kernels
 #      (reliability, streams, the layers, the gate), as long as the call lasts.
+#   E: session 50's trace lab rebased on main (trace.patch; its forward hunk placed after the
+#      fence-free hand-off by hand): the Cl(2,0) forwards and the backwards' gz tiles on a
+#      timeline, to see where this session's changes moved each tile's phases. Only the patched
+#      tree is built (main's own object is not in the carried cache after a comment change).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, lab_build, ncu_src, sanitize, pack, ab_fwd
@@ -62,6 +66,18 @@ D)
         tests/test_nn.py tests/test_gpu_gate.py
     pack
     ;;
+E)
+    tree=/tmp/fc_tree_trace root=$PWD
+    rm -rf "$tree" && mkdir -p "$tree"
+    tar --exclude=./.git --exclude=./build --exclude=./gpu_check_out --exclude='*.so' -cf - . | tar -C "$tree" -xf -
+    (cd "$tree" && patch -p1 <"$root/$S51/trace.patch" >/dev/null) || { echo "trace.patch does not apply"; exit 1; }
+    cd "$tree" && export PYTHONPATH="$tree"
+    begin
+    room 60 trace && timeout $((END - SECONDS - 10)) python3 benchmarks/lab/fwd_trace.py \
+        2,bfloat16,4096,512 2,float32,4096,512 2,bfloat16,4096,512,bwd 2,float32,4096,512,bwd \
+        3,bfloat16,4096,512,bwd 2>&1 | tee "$R/trace.txt"
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C | D"; exit 2 ;;
+    echo "usage: $0 A | B | C | D | E"; exit 2 ;;
 esac
