@@ -198,17 +198,17 @@ __device__ __forceinline__ void gelu_at(int gate, const E *__restrict__ x, int64
 /* The MVGELU backward at one position (the FCGP gz kernels): t = dL/dxg (D values), xr the
  * position's x, g = dL/dx (D values). g_a = t_a Phi(x_0), plus phi(x_0) sum_b t_b x_b at a = 0;
  * without the gate (the plain product) g = t, and xr is not read. */
-template <class E = void, int D, class C>
-__device__ __forceinline__ void gate_backward_vals(int gate, const C (&t)[D], const C (&xr)[D], C (&g)[D])
+/* ... with ph = Phi(x_0), dph = phi(x_0) given (read only under the gate): the FCGP gz kernels form
+ * them once a position for MVGELU and its backward. */
+template <int D, class C>
+__device__ __forceinline__ void gate_backward_with(int gate, C ph, C dph, const C (&t)[D], const C (&xr)[D], C (&g)[D])
 {
-    using G = GateType<E, C>;
     if (!gate) {
 #pragma unroll
         for (int a = 0; a < D; ++a)
             g[a] = t[a];
         return;
     }
-    const C x0 = xr[0], ph = gate_of<G>(x0), dph = gate_grad_of<G>(x0);
     C s0 = 0;
 #pragma unroll
     for (int a = 0; a < D; ++a)
@@ -216,6 +216,16 @@ __device__ __forceinline__ void gate_backward_vals(int gate, const C (&t)[D], co
 #pragma unroll
     for (int a = 0; a < D; ++a)
         g[a] = t[a] * ph + (a == 0 ? s0 * dph : C(0));
+}
+template <class E = void, int D, class C>
+__device__ __forceinline__ void gate_backward_vals(int gate, const C (&t)[D], const C (&xr)[D], C (&g)[D])
+{
+    using G = GateType<E, C>;
+    const C x0 = xr[0];
+    if (gate)
+        gate_backward_with(1, gate_of<G>(x0), gate_grad_of<G>(x0), t, xr, g);
+    else
+        gate_backward_with(0, C(1), C(0), t, xr, g);
 }
 /* ... stored at g, components cs apart (store<Tout>'s rounding). */
 template <class E = void, int D, class C, class Tout>

@@ -219,9 +219,10 @@ template <int D> __device__ __forceinline__ void widen2(const __nv_bfloat162 (&w
 
 /* A position's gate Phi(x_0) and its derivative phi(x_0) for MVGELU and its backward, of the data
  * type Tio (gate_of, gate_grad_of: bf16 data the short erf and the hardware exp, as fwd_prep's gate
- * product), each evaluated once: gelu_of and gate_backward_vals evaluated Phi each under its own
- * test of the gate, and the compiler kept both (PTX: four divisions and exponentials a position
- * where two are needed; NOTES_FCGP.md session 51). The same operations, so the same bits. */
+ * product), each evaluated once (gate_backward_with takes them): gelu_of and gate_backward_vals
+ * evaluated Phi each under its own test of the gate, and the compiler kept both (PTX: four
+ * divisions and exponentials a position where two are needed; NOTES_FCGP.md session 51). The
+ * same operations, so the same bits. */
 struct GateAt {
     float ph, dph;
 };
@@ -253,26 +254,6 @@ __device__ __forceinline__ void gz_terms(const GateAt &gxs, const GateAt &gys, c
         tx[e.i] += float(e.sign) * yv[e.k] * gv;
         ty[e.k] += float(e.sign) * xv[e.i] * gv;
     });
-}
-
-/* ... and the MVGELU backward of t at that position (gate_backward_vals with its gate given) */
-template <int D>
-__device__ __forceinline__ void gz_gate_backward(int gate, const GateAt &gs, const float (&t)[D], const float (&xr)[D],
-                                                 float (&g)[D])
-{
-    if (!gate) {
-#pragma unroll
-        for (int a = 0; a < D; ++a)
-            g[a] = t[a];
-        return;
-    }
-    float s0 = 0;
-#pragma unroll
-    for (int a = 0; a < D; ++a)
-        s0 += t[a] * xr[a];
-#pragma unroll
-    for (int a = 0; a < D; ++a)
-        g[a] = t[a] * gs.ph + (a == 0 ? s0 * gs.dph : 0.f);
 }
 
 /* gomap over go^T's panels (got_offset) of a chunk of B rows (4-D: 8 rows of a panel, row groups,
@@ -421,8 +402,8 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
                     float tx[D], ty[D];
                     const GateAt gxs = gate_at<Tio>(gate, xr2[0][e][0]), gys = gate_at<Tio>(gate, yr2[0][e][0]);
                     gz_terms<ID>(gxs, gys, xr2[0][e], yr2[0][e], [&](int q) { return e ? gq[q].y : gq[q].x; }, tx, ty);
-                    gz_gate_backward(gate, gxs, tx, xr2[0][e], gxv[e]);
-                    gz_gate_backward(gate, gys, ty, yr2[0][e], gyv[e]);
+                    gate_backward_with(gate, gxs.ph, gxs.dph, tx, xr2[0][e], gxv[e]);
+                    gate_backward_with(gate, gys.ph, gys.dph, ty, yr2[0][e], gyv[e]);
                 }
                 const int64_t off = b * Ni + n;
 #pragma unroll
@@ -486,13 +467,13 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
         gz_terms<ID>(gxs, gys, xr, yr, [&](int q) { return gq[q]; }, tx, ty);
         float v[D];
         if (gx) {
-            gz_gate_backward(gate, gxs, tx, xr, v);
+            gate_backward_with(gate, gxs.ph, gxs.dph, tx, xr, v);
 #pragma unroll
             for (int a = 0; a < D; ++a)
                 gx[off + a * BNi] = store<Tio>(v[a]);
         }
         if (gy) {
-            gz_gate_backward(gate, gys, ty, yr, v);
+            gate_backward_with(gate, gys.ph, gys.dph, ty, yr, v);
 #pragma unroll
             for (int a = 0; a < D; ++a)
                 gy[off + a * BNi] = store<Tio>(v[a]);
