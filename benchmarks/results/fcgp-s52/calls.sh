@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Session 52's device calls (kind nvidia-h100-x1: the first H100 lent since session 37; carry
+# [".nvcc_cache.tgz"], timeout 600). Run as
+# `bash benchmarks/results/fcgp-s52/calls.sh X 2>&1 | tee $OUT/output_tail.txt`.
+#   A: main (0a811b1's CUDA sources) on the H100: the build; the issue-4 bench first, alone on the
+#      GPU (the table the issue asks for, on its own device); each backward kernel's start and end
+#      in one call (fcgp_parts.py --timeline); then the whole `-m gpu` suite in four pytest
+#      processes at once (the tests are host-bound; none is timed) beside the SASS check.
+#   B: the rest of the GPU check on the same tree: memcheck, synccheck and initcheck over the
+#      Hopper cases, racecheck over the eight small cases, the hang loops under both chain
+#      settings, then the side-stream rerun of the `-m gpu` suite in the same four groups.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
+# the whole `-m gpu` suite as four groups of about equal time, each its own pytest process; E is
+# tests_in's environment for all four ("" or one VAR=value word); L a label prefix
+suite() {
+    local L=$1 E=$2
+    tests_in "${L}sm90_bwd" "$E" tests/test_gpu_fcgp_sm90.py -k backward &
+    tests_in "${L}sm90_fwd" "$E" tests/test_gpu_fcgp_sm90.py -k "not backward" &
+    tests_in "${L}fcgp_gate_streams" "$E" tests/test_gpu_fcgp.py tests/test_gpu_gate.py tests/test_gpu_streams.py &
+    tests_in "${L}sgp_rest" "$E" tests/test_gpu_sgp.py tests/test_gpu_reliability.py tests/test_nn.py \
+        tests/test_threads.py tests/test_dlpack.py tests/test_errors.py &
+    wait
+}
+case "${1:-}" in
+A)
+    begin
+    room 110 bench && bench 105
+    room 80 timeline && timeout 75 python3 benchmarks/fcgp_parts.py --timeline >"$R/timeline.txt" 2>&1
+    grep -E "^Cl|_kernel|span" "$R/timeline.txt" | head -n 60
+    (STAGES=sass timeout $((END - SECONDS - 15)) bash tests/gpu_check.sh >"$R/sass.txt" 2>&1) &
+    room 120 suite && suite "" ""
+    wait
+    tail -n 8 "$R/sass.txt"
+    pack
+    ;;
+B)
+    begin
+    room 100 "memcheck, synccheck, initcheck" && sanitize "memcheck synccheck initcheck" 150
+    room 100 racecheck && LOOPS=0 RACECHECK=1 OUT="$R" CASE_S=25 timeout 160 \
+        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 8
+    room 100 "hang loops" && LOOPS=1 RACECHECK=0 OUT="$R" LOOP_S=45 ITERS=300 timeout 100 \
+        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 3
+    room 120 "side-stream suite" && suite side_ FLASHCLIFFORD_TEST_SIDE_STREAM=1
+    pack
+    ;;
+*)
+    echo "usage: $0 A | B"; exit 2 ;;
+esac
