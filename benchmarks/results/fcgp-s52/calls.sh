@@ -6,9 +6,12 @@
 #      GPU (the table the issue asks for, on its own device); each backward kernel's start and end
 #      in one call (fcgp_parts.py --timeline); then the whole `-m gpu` suite in four pytest
 #      processes at once (the tests are host-bound; none is timed) beside the SASS check.
-#   B: the rest of the GPU check on the same tree: memcheck, synccheck and initcheck over the
-#      Hopper cases, racecheck over the eight small cases, the hang loops under both chain
-#      settings, then the side-stream rerun of the `-m gpu` suite in the same four groups.
+#   B: (A: the four processes slowed one another and the Hopper backward's tests were cut by the
+#      call's end) the Hopper backward's tests alone; memcheck, synccheck and initcheck over the
+#      Hopper cases; racecheck over the small Cl(2,0) cases 0-3; the hang loops under both chain
+#      settings.
+#   C: (B: all clean) the side-stream rerun (every test inside `torch.cuda.stream(side)`) of the
+#      FCGP files and the layers, `-m "gpu and not large"`, for the device time left (CALL_S).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -37,14 +40,21 @@ A)
     ;;
 B)
     begin
+    room 200 "sm90 backward tests" && tests_in sm90_bwd "" tests/test_gpu_fcgp_sm90.py -k backward
     room 100 "memcheck, synccheck, initcheck" && sanitize "memcheck synccheck initcheck" 150
-    room 100 racecheck && LOOPS=0 RACECHECK=1 OUT="$R" CASE_S=25 timeout 160 \
-        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 8
-    room 100 "hang loops" && LOOPS=1 RACECHECK=0 OUT="$R" LOOP_S=45 ITERS=300 timeout 100 \
-        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 3
-    room 120 "side-stream suite" && suite side_ FLASHCLIFFORD_TEST_SIDE_STREAM=1
+    room 60 racecheck && LOOPS=0 RACECHECK=1 OUT="$R" CASES="0 1 2 3" CASE_S=25 timeout 110 \
+        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 5
+    room 60 "hang loops" && LOOPS=1 RACECHECK=0 OUT="$R" LOOP_S=$(((END - SECONDS - 10) / 2)) ITERS=300 \
+        timeout $((END - SECONDS - 5)) bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 3
+    pack
+    ;;
+C)
+    begin
+    room 120 "side-stream tests" && tests_in side FLASHCLIFFORD_TEST_SIDE_STREAM=1 -m "gpu and not large" \
+        tests/test_gpu_fcgp.py tests/test_gpu_streams.py tests/test_nn.py tests/test_gpu_reliability.py \
+        tests/test_gpu_fcgp_sm90.py
     pack
     ;;
 *)
-    echo "usage: $0 A | B"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
