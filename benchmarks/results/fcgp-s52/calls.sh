@@ -12,8 +12,14 @@
 #      settings.
 #   C: (B: all clean) the side-stream rerun (every test inside `torch.cuda.stream(side)`) of the
 #      FCGP files and the layers, `-m "gpu and not large"`, for the device time left (CALL_S).
+#   P: (prepared after the device time for session 53; not run) probe_prep2.patch, timing only: the
+#      backward without the later chunk's gelu_transpose (FC_PROBE_PREP2=1) and also without its
+#      norm statistics and go^T (=2), against main: what moving those passes off the critical path
+#      could save at most (NOTES_FCGP.md session 52). Fill .nvcc_cache.tgz from a patched copy
+#      first (nvcc_cache_fill.sh there, CACHE=$PWD/.nvcc_cache).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
+S52=benchmarks/results/fcgp-s52
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
 # the whole `-m gpu` suite as four groups of about equal time, each its own pytest process; E is
 # tests_in's environment for all four ("" or one VAR=value word); L a label prefix
@@ -55,6 +61,15 @@ C)
         tests/test_gpu_fcgp_sm90.py
     pack
     ;;
+P)
+    # prepared after the device time, not run in session 52. The patch in place (the device's copy
+    # of the tree is thrown away after the call); under FC_PROBE_PREP2 unset it runs main's code
+    { git apply "$S52/probe_prep2.patch" 2>/dev/null || patch -p1 <"$S52/probe_prep2.patch"; } || exit 1
+    begin
+    SETTINGS="base;FC_PROBE_PREP2=1;FC_PROBE_PREP2=2;base" PARTS_S=60 timeout 300 bash benchmarks/fcgp_ab.sh 2>&1 |
+        grep -E "===|^Cl"
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C"; exit 2 ;;
+    echo "usage: $0 A | B | C | P"; exit 2 ;;
 esac
