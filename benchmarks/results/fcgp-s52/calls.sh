@@ -21,8 +21,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 S52=benchmarks/results/fcgp-s52
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
-# the whole `-m gpu` suite as four pytest processes at once, split by file (the Hopper file by -k backward; call A: 137 to 402 s
-# each, side by side; the Hopper backward's group did not finish)
+# the whole `-m gpu` suite as four pytest processes at once, split by file (the Hopper file by
+# -k backward; call A: 137 to 402 s each, side by side; the Hopper backward's group did not finish)
 suite() {
     tests_in sm90_bwd "" tests/test_gpu_fcgp_sm90.py -k backward &
     tests_in sm90_fwd "" tests/test_gpu_fcgp_sm90.py -k "not backward" &
