@@ -590,6 +590,75 @@ def test_backward_pdl_chain(pdl_kept, alg, batch, n_in, n_out, mode):
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
 
 
+# At 4 components the second batch chunk's gated, transposed inputs (gW's operands) are formed by
+# the first chunk's gz, in its producer warpgroup's idle warps (gelu_transpose_warps,
+# _C._fcgp_sm90_bwd_xg_in_gz, on by default), not by a gelu_transpose pass of their own, where
+# N_in is even and x, y are aligned to two elements; elsewhere, and under the switch off, the pass.
+# The same gates and roundings, so the gradients are bitwise those of the pass: in grad_x, grad_y's
+# rows (B 2048), in the workspace (B 2085: chunks of 1056 and 1029 rows, the second padded to 1040;
+# and gradients 4 bytes off a 16-byte boundary), and N_in odd or x 2 bytes off (bf16: the pass);
+# and against the float64 einsum. The profiler counts the passes, so that the test sees which ran.
+@pytest.fixture
+def xg_in_gz_kept(pdl_kept):
+    yield from _switched(fc._C._fcgp_sm90_bwd_xg_in_gz, True)
+
+
+def _launches(fn, kernel):
+    """How many times fn launches kernels whose names contain `kernel` (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sum(1 for e in prof.events() if kernel in e.name)
+
+
+def _shifted(t, nbytes):
+    """A copy of t whose data starts `nbytes` past a 16-byte boundary."""
+    flat = torch.empty(t.numel() * t.element_size() + 16, dtype=torch.uint8, device="cuda")
+    out = flat[nbytes:nbytes + t.numel() * t.element_size()].view(t.dtype).view(t.shape)
+    out.copy_(t)
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out,shift", [
+    pytest.param(2048, 64, 40, 0, id="B2048-64-40"),
+    pytest.param(2085, 72, 24, 0, id="B2085-72-24"),
+    pytest.param(2085, 45, 24, 0, id="B2085-45-24"),
+    pytest.param(2048, 64, 40, 2, id="B2048-64-40-x2"),
+])
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_xg_in_gz(xg_in_gz_kept, alg, batch, n_in, n_out, shift, mode):
+    x, y, w, g, precision, prec, out, norms, s = _normalized_forward(
+        alg, batch, n_in, n_out, mode, f"sm90-xg-in-gz/{alg.name}/{batch}/{n_in}/{mode}")
+    if shift:
+        if x.dtype != torch.bfloat16:
+            pytest.skip("2 bytes off: a bfloat16 input's odd element")
+        x = _shifted(x, shift)
+
+    def run(on):
+        assert fc._C._fcgp_sm90_bwd_xg_in_gz(on) == on
+        grads = {}
+
+        def both():
+            grads["own"] = [torch.from_dlpack(t) for t in fc._C.fcgp_backward(
+                g, x, y, w, alg.id, True, prec, norms=norms, out=out, stream=s)]
+            gx, gy, gw = _off_by_4(x), _off_by_4(y), torch.empty_like(w)
+            fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, out=out, grad_x=gx, grad_y=gy,
+                                grad_weight=gw, stream=s)
+            grads["off"] = [gx, gy, gw]
+        passes = _launches(both, "gelu_transpose")
+        return passes, grads
+
+    (on_passes, on), (off_passes, off) = run(True), run(False)
+    assert off_passes == 4  # two backward calls, two chunks each
+    folded = alg.D == 4 and n_in % 2 == 0 and not shift
+    assert on_passes == (2 if folded else 4)
+    for k in on:
+        assert all(torch.equal(a, b) for a, b in zip(on[k], off[k], strict=True)), k
+        assert_fcgp([None, *on[k]], x, y, w, g, alg, True, mode)
+
+
 # The weight gradient one path a tile of 128 rows of N_in x 256 columns of N_out (gw_pseq_kernel,
 # fcgp_wgmma_gw_pseq.cuh; _C._fcgp_sm90_gw_pseq 1, and by the rule, 0, the default) where N_in is a
 # multiple of 128 and N_out of 256; elsewhere, and under setting 2, the path-group kernel

@@ -6,7 +6,8 @@
  * with a producer warpgroup by default or clusters of two that share a tile by multicast
  * (fwd_cluster; benchmarks/NOTES_FCGP.md), the grade norm finished in its epilogue
  * (FwdOut::kNorm: a count and a state a tile in the workspace, zeroed a call). Backward: per batch chunk,
- * xg^T and yg^T (gelu_transpose), the norm's statistics (fcgp.cu's norm_stats) and go^T (go_transpose),
+ * xg^T and yg^T (gelu_transpose; at D 4 a later chunk's by the chunk before's gz), the norm's
+ * statistics (fcgp.cu's norm_stats) and go^T (go_transpose),
  * the weight gradient (fcgp_wgmma_gw.cuh) and the input gradients (fcgp_wgmma_gz.cuh), as one
  * programmatic chain (pdl.cuh). setup.py builds this unit for sm_90a alone when 9.0 is a target
  * (FC_SM90A = 1); otherwise only its host side is compiled and the planning functions say no.
@@ -244,6 +245,14 @@ std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream 
  * so that its launch and set-up overlap the preparation's tail, or in plain stream order;
  * FLASHCLIFFORD_FCGP_FWD_PDL=0 at start-up (NOTES_FCGP.md session 30). */
 bool fwd_pdl() { return switch_state(g_fwd_pdl, "FLASHCLIFFORD_FCGP_FWD_PDL", 1); }
+namespace {
+std::atomic<int> g_xg_in_gz{-1}; /* FLASHCLIFFORD_FCGP_BWD_XG_IN_GZ: "0" a pass of their own */
+}
+/* The later chunks' xg^T, yg^T formed by the chunk before's gz (GzCfg::XG_NEXT, at D 4: on, the
+ * default) or by their own gelu_transpose pass; FLASHCLIFFORD_FCGP_BWD_XG_IN_GZ=0 at start-up, or
+ * set_bwd_xg_in_gz. The same bits either way. */
+bool bwd_xg_in_gz() { return switch_state(g_xg_in_gz, "FLASHCLIFFORD_FCGP_BWD_XG_IN_GZ", 1); }
+void set_bwd_xg_in_gz(bool on) { g_xg_in_gz.store(on ? 1 : 0); }
 namespace {
 std::atomic<int> g_go_fused{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_FUSED: 1 one pass, 2 two; 0 by the rule */
 }
@@ -1212,7 +1221,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     }
     /* gz over a chunk, KK wgmma K chunks a ring step: the maps' boxes are a step long, W's rows in
      * the swizzle of its step's bytes */
-    auto gz = [&](auto kk, int64_t b0, int64_t rows, int64_t Bp) -> fc_status {
+    auto gz = [&](auto kk, int64_t b0, int64_t rows, int64_t Bp, const XgNext<MODE> &next) -> fc_status {
         using Zk = GzCfg<ID, MODE, decltype(kk)::value>;
         auto kgz = gz_tma_kernel<ID, MODE, Tio, decltype(kk)::value>; /* clusters of GROUPS CTAs along x */
         FC_CUDA_CHECK(cudaFuncSetAttribute(kgz, cudaFuncAttributeMaxDynamicSharedMemorySize, Zk::SMEM));
@@ -1227,11 +1236,29 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         const dim3 grid((unsigned)(cdiv(Ni, Zk::BN) * Zk::GROUPS), (unsigned)cdiv(rows, Zk::BM));
         FC_CUDA_CHECK(pdl::launch(chain.next(), kgz, grid, dim3(Zk::THREADS), Zk::SMEM, st, om, wm, x + b0 * Ni,
                                   y + b0 * Ni, gx ? gx + b0 * Ni : nullptr, gy ? gy + b0 * Ni : nullptr, (int)rows,
-                                  (int)Ni, (int)No, B * Ni, (int)a->gate));
+                                  (int)Ni, (int)No, B * Ni, (int)a->gate, next));
         FC_LAUNCH_CHECK(st);
         return FC_OK;
     };
     const int gzk = gz_chunks_a_step(D);
+    /* where a chunk's xg^T, yg^T go: grad_x, grad_y's rows of it, or the workspace */
+    struct XgDst {
+        E *xgt, *ygt;
+        int64_t dcs; /* their component stride, in elements */
+    };
+    auto xg_dst = [&](int64_t b0, int64_t Bp) -> XgDst {
+        if (L.in_grads)
+            return {(E *)((char *)a->grad_x + (size_t)(b0 * Ni) * sizeof(Tio)),
+                    (E *)((char *)a->grad_y + (size_t)(b0 * Ni) * sizeof(Tio)),
+                    B * Ni * (int64_t)sizeof(Tio) / (int64_t)sizeof(E)};
+        return {(E *)(p + L.xgt), (E *)(p + L.ygt), gw_rows(Ni) * Bp};
+    };
+    /* the chunks after the first take their xg^T, yg^T from the chunk before's gz (its producer
+     * warpgroup's idle warps, GzCfg::XG_NEXT) instead of a pass of their own between that gz and
+     * their gW: the chunk's own rows of grad_x, grad_y, which that gz leaves alone, or the
+     * workspace's copy, which that chunk's gW has finished reading before its gz starts. Where
+     * N_in is even and x, y are aligned to two elements (xg_warps_ok), else the pass */
+    const bool xg_in_gz = need_w && need_xy && Z::XG_NEXT && bwd_xg_in_gz() && xg_warps_ok<MODE>(x, y, Ni);
 
     /* the norm's statistics and go^T in one pass (go_rows) or two (norm_stats, go_transpose). The
      * rule: one pass where grad_out and v are both fp32; with 2-byte elements it lost to the two
@@ -1247,17 +1274,10 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No, gcs = Bp * Nor;
         /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws) for gW, first: it and the
          * statistics are the chunk's free kernels */
-        E *xgt = nullptr, *ygt = nullptr;
-        int64_t dcs = 0; /* their component stride, in elements */
-        if (need_w) {
-            if (L.in_grads) {
-                xgt = (E *)((char *)a->grad_x + (size_t)(b0 * Ni) * sizeof(Tio));
-                ygt = (E *)((char *)a->grad_y + (size_t)(b0 * Ni) * sizeof(Tio));
-                dcs = B * Ni * (int64_t)sizeof(Tio) / (int64_t)sizeof(E);
-            } else {
-                xgt = (E *)(p + L.xgt), ygt = (E *)(p + L.ygt);
-                dcs = gw_rows(Ni) * Bp;
-            }
+        const XgDst xd = need_w ? xg_dst(b0, Bp) : XgDst{nullptr, nullptr, 0};
+        E *xgt = xd.xgt, *ygt = xd.ygt;
+        const int64_t dcs = xd.dcs;
+        if (need_w && (c == 0 || !xg_in_gz)) {
             /* bf16 two columns a load where both inputs allow it */
             const bool pair = MODE == kBF16 && Ni % 2 == 0 && ((uintptr_t)x | (uintptr_t)y) % 4 == 0;
             const dim3 tgrid((unsigned)(gw_rows(Ni) / gelu_transpose_cols(MODE)), (unsigned)cdiv(Bp, 32), 2);
@@ -1366,9 +1386,17 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 return s;
         }
         if (need_xy) { /* the chunk's input gradients, over its xg^T, yg^T when they lay in grad_x, grad_y */
-            s = gzk == 4   ? gz(std::integral_constant<int, 4>{}, b0, rows, Bp)
-                : gzk == 2 ? gz(std::integral_constant<int, 2>{}, b0, rows, Bp)
-                           : gz(std::integral_constant<int, 1>{}, b0, rows, Bp);
+            XgNext<MODE> next; /* and the next chunk's xg^T, yg^T */
+            if (xg_in_gz && b0 + rows < B) {
+                const int64_t b1 = b0 + rows, rows1 = std::min(L.Bc, B - b1), Bp1 = up_block(rows1);
+                const XgDst nd = xg_dst(b1, Bp1);
+                next.x = x + b1 * Ni, next.y = y + b1 * Ni, next.xgt = nd.xgt, next.ygt = nd.ygt;
+                next.rows = rows1, next.Bp = Bp1, next.cs = B * Ni, next.dcs = nd.dcs;
+                next.Ni = (int)Ni, next.gate = (int)a->gate;
+            }
+            s = gzk == 4   ? gz(std::integral_constant<int, 4>{}, b0, rows, Bp, next)
+                : gzk == 2 ? gz(std::integral_constant<int, 2>{}, b0, rows, Bp, next)
+                           : gz(std::integral_constant<int, 1>{}, b0, rows, Bp, next);
             if (s != FC_OK)
                 return s;
         }
@@ -1436,6 +1464,10 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
 int fc_fcgp_sm90_bwd_pdl_switch(int on) { return toggle(on, fc::fcgp::sm90::set_bwd_pdl, fc::fcgp::sm90::bwd_pdl); }
+int fc_fcgp_sm90_bwd_xg_in_gz_switch(int on)
+{
+    return toggle(on, fc::fcgp::sm90::set_bwd_xg_in_gz, fc::fcgp::sm90::bwd_xg_in_gz);
+}
 int fc_fcgp_sm90_gw_pseq(int mode)
 {
     if (mode >= 0)

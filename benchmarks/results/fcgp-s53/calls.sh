@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 53's device calls (kind nvidia-h100-x1; carry [".nvcc_cache.tgz"], timeout 600). Run as
+# `bash benchmarks/results/fcgp-s53/calls.sh X 2>&1 | tee $OUT/output_tail.txt`.
+#   A: the later chunk's xg^T, yg^T by gz's idle producer warps (GzCfg::XG_NEXT, D 4; the
+#      switch FLASHCLIFFORD_FCGP_BWD_XG_IN_GZ): the build; the Hopper backward's chunked tests
+#      (the new test first); the A/B against the switch off, alternating, twice each; the issue-4
+#      bench alone on the GPU; memcheck over the Hopper cases (the chunked shapes among them).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
+case "${1:-}" in
+A)
+    begin
+    room 150 "chunked tests" && tests_in chunked "" tests/test_gpu_fcgp_sm90.py \
+        -k "xg_in_gz or chunked or pdl_chain or grads_as_scratch"
+    room 120 "A/B" && SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_XG_IN_GZ=0;base;FLASHCLIFFORD_FCGP_BWD_XG_IN_GZ=0" \
+        PARTS_S=50 timeout 230 bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "===|^Cl|gz_tma|gelu_tr"
+    room 110 bench && bench 105
+    room 60 memcheck && sanitize memcheck $((END - SECONDS - 10))
+    pack
+    ;;
+*)
+    echo "usage: $0 A"; exit 2 ;;
+esac
