@@ -309,15 +309,15 @@ template <int MODE> struct XgNext {
 };
 
 /* gelu_transpose's result (the same bits: the same gate and rounding) formed by whole warps with
- * neither shared memory nor barriers, for a kernel whose warps would idle otherwise (gz's producer
- * warpgroup, which then forms the next chunk's operands beside its K loop: fcgp_sm90a.cu). Worker
+ * neither shared memory nor barriers, for a kernel whose warps would idle otherwise (gw_pseq_kernel's
+ * producer warpgroup, which forms the next chunk's operands beside the unit loop: fcgp_sm90a.cu). Worker
  * w of `workers` (one warp each) takes units w, w + workers, ...; a unit is x or y, one batch block
  * of kBatchBlock positions and 64 rows of N_in. A lane loads two adjacent columns (n, n + 1) of
  * the V source rows of one 16-byte piece (xgt_row: the rows gW's order places at its V positions)
  * for every component, so each load instruction reads a warp's 64 contiguous columns, then stores
  * that piece of row n and of row n + 1: the transpose happens in the lane's registers. D x V
  * registers of data (32 at D 4), as loaded. Requires N_in even and x, y aligned to two elements
- * (xg_warps_ok): a one-column fallback beside it spilled at gz's producer's 104 registers. */
+ * (xg_warps_ok): a one-column fallback beside it spilled at 104 registers (NOTES_FCGP.md session 53). */
 template <int MODE> inline bool xg_warps_ok(const void *x, const void *y, int64_t Ni)
 {
     return Ni % 2 == 0 && ((uintptr_t)x | (uintptr_t)y) % (2 * sizeof(Elem<MODE>)) == 0;
@@ -328,6 +328,7 @@ __device__ __forceinline__ void gelu_transpose_warps(const XgNext<MODE> &a, int 
 {
     using E = Elem<MODE>;
     constexpr int V = 16 / sizeof(E), PIECES = kBatchBlock / V; /* a piece's positions; a block's pieces */
+    constexpr int CG = D < 4 ? D : 4; /* components a load group */
     using R = typename std::conditional<MODE == kBF16, __nv_bfloat162, float2>::type; /* two columns */
     const int64_t NB = (a.Ni + 63) / 64, blocks = a.Bp / kBatchBlock, units = 2 * blocks * NB;
     for (int64_t u = worker; u < units; u += workers) {
@@ -337,53 +338,65 @@ __device__ __forceinline__ void gelu_transpose_warps(const XgNext<MODE> &a, int 
         const int64_t n = cg * 64 + 2 * lane;
 #pragma unroll 1 /* one piece's registers at a time */
         for (int h = 0; h < PIECES; ++h) {
-            R r[D][V];
-#pragma unroll
-            for (int k = 0; k < V; ++k) {
-                const int64_t b = blk * kBatchBlock + xgt_row(MODE, V * h + k);
-                const bool ok = b < a.rows && n < a.Ni; /* n even, N_in even: n + 1 < N_in with n */
-#pragma unroll
-                for (int c = 0; c < D; ++c)
-                    r[c][k] = ok ? *(const R *)(src + c * a.cs + b * a.Ni + n) : R{};
-            }
-            /* the gates from component 0, as gelu_transpose forms them, then every component gated
-             * in place (bf16: rounded as gelu_transpose stages them) */
-#pragma unroll
-            for (int k = 0; k < V; ++k) {
-                float p0, p1;
-                if constexpr (MODE == kBF16) {
-                    const float2 x0 = __bfloat1622float2(r[0][k]);
-                    p0 = a.gate ? gate_of<E>(x0.x) : 1.f, p1 = a.gate ? gate_of<E>(x0.y) : 1.f;
-                } else {
-                    p0 = a.gate ? gelu_gate(r[0][k].x) : 1.f, p1 = a.gate ? gelu_gate(r[0][k].y) : 1.f;
-                }
-#pragma unroll
-                for (int c = 0; c < D; ++c) {
-                    if constexpr (MODE == kBF16) {
-                        const float2 f = __bfloat1622float2(r[c][k]);
-                        r[c][k] = __floats2bfloat162_rn(f.x * p0, f.y * p1);
-                    } else {
-                        r[c][k] = make_float2(r[c][k].x * p0, r[c][k].y * p1);
-                    }
-                }
-            }
             const int64_t q = blk * kBatchBlock + V * h; /* the piece's first position */
+            /* components CG at a time (D 8: two groups; all at once spilled at 104 registers) */
+#pragma unroll 1
+            for (int c0 = 0; c0 < D; c0 += CG) {
+                R r[CG][V];
 #pragma unroll
-            for (int c = 0; c < D; ++c)
+                for (int k = 0; k < V; ++k) {
+                    const int64_t b = blk * kBatchBlock + xgt_row(MODE, V * h + k);
+                    const bool ok = b < a.rows && n < a.Ni; /* n even, N_in even: n + 1 < N_in with n */
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    uint32_t w[4];
+                    for (int c = 0; c < CG; ++c)
+                        r[c][k] = ok ? *(const R *)(src + (c0 + c) * a.cs + b * a.Ni + n) : R{};
+                }
+                /* the gates from component 0 (a later group loads it again: kept from the first,
+                 * the gates spilled at D 8), as gelu_transpose forms them, then every component
+                 * gated in place (bf16: rounded as gelu_transpose stages them) */
 #pragma unroll
-                    for (int i = 0; i < 4; ++i) {
-                        if constexpr (MODE == kBF16) { /* rows 2i, 2i + 1: column e's halves */
-                            const uint32_t lo = *(const uint32_t *)&r[c][2 * i], hi = *(const uint32_t *)&r[c][2 * i + 1];
-                            w[i] = __byte_perm(lo, hi, e ? 0x7632 : 0x5410);
+                for (int k = 0; k < V; ++k) {
+                    R x0 = r[0][k];
+                    if (c0 > 0) {
+                        const int64_t b = blk * kBatchBlock + xgt_row(MODE, V * h + k);
+                        x0 = b < a.rows && n < a.Ni ? *(const R *)(src + b * a.Ni + n) : R{};
+                    }
+                    float p0 = 1.f, p1 = 1.f;
+                    if constexpr (MODE == kBF16) {
+                        const float2 f0 = __bfloat1622float2(x0);
+                        if (a.gate)
+                            p0 = gate_of<E>(f0.x), p1 = gate_of<E>(f0.y);
+                    } else {
+                        if (a.gate)
+                            p0 = gelu_gate(x0.x), p1 = gelu_gate(x0.y);
+                    }
+#pragma unroll
+                    for (int c = 0; c < CG; ++c) {
+                        if constexpr (MODE == kBF16) {
+                            const float2 f = __bfloat1622float2(r[c][k]);
+                            r[c][k] = __floats2bfloat162_rn(f.x * p0, f.y * p1);
                         } else {
-                            w[i] = __float_as_uint(e ? r[c][i].y : r[c][i].x);
+                            r[c][k] = make_float2(r[c][k].x * p0, r[c][k].y * p1);
                         }
                     }
-                    stg_b128(dst + xgt_offset<MODE>(a.dcs, NB, c, n + e, q), w);
                 }
+#pragma unroll
+                for (int c = 0; c < CG; ++c)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        uint32_t w[4];
+#pragma unroll
+                        for (int i = 0; i < 4; ++i) {
+                            if constexpr (MODE == kBF16) { /* rows 2i, 2i + 1: column e's halves */
+                                const uint32_t lo = *(const uint32_t *)&r[c][2 * i], hi = *(const uint32_t *)&r[c][2 * i + 1];
+                                w[i] = __byte_perm(lo, hi, e ? 0x7632 : 0x5410);
+                            } else {
+                                w[i] = __float_as_uint(e ? r[c][i].y : r[c][i].x);
+                            }
+                        }
+                        stg_b128(dst + xgt_offset<MODE>(a.dcs, NB, c0 + c, n + e, q), w);
+                    }
+            }
         }
     }
 }

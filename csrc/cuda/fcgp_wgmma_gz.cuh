@@ -25,14 +25,12 @@
  * takes half its components and their pairs, every pair's accumulators at the same positions,
  * BN / 2 fp32 a pair and thread. Each thread finishes positions as fcgp.cu's gz_kernel does,
  * forming xg, yg from x, y there (no gated copies in memory). A third, producer warpgroup
- * issues the copies (as in the forward and gW), the two computing ones at CONSUMER_REGS; at D 4
- * its three other warps form the next batch chunk's xg^T, yg^T meanwhile (GzCfg::XG_NEXT). Once
+ * issues the copies (as in the forward and gW), the two computing ones at kConsumerRegs; once
  * G is staged all three share the registers (kEpilogueRegs) and the epilogue's positions.
  */
 #pragma once
 
 #include "fcgp_wgmma.cuh"
-#include "fcgp_wgmma_gw.cuh"
 #include "pdl.cuh"
 #include "tma_ring.cuh"
 
@@ -76,13 +74,6 @@ template <int ID, int MODE, int KK = 1> struct GzCfg {
     }();
     static constexpr int RING = STAGES * STAGE, SG = QG * BM * GS * 4;  /* the stages; G staged */
     static constexpr int BARS = RING > SG ? RING : SG, SMEM = BARS + 1024 + 2 * STAGES * 8;
-    /* The producer warpgroup's three idle warps form the next batch chunk's xg^T, yg^T beside the
-     * K loop (gelu_transpose_warps) where the accumulators leave registers for it: at D 4 (7 pairs
-     * a warpgroup, 112 fp32 a thread) the consumers give the producer 104 of their 240; at D 8 they
-     * keep them (Cl(3,0)'s 22 pairs a warpgroup) and a separate pass forms them (fcgp_sm90a.cu) */
-    static constexpr bool XG_NEXT = D == 4 && GROUPS == 1;
-    static constexpr int PRODUCER_REGS = XG_NEXT ? 104 : kProducerRegs, CONSUMER_REGS = XG_NEXT ? 200 : kConsumerRegs;
-    static_assert(PRODUCER_REGS + 2 * CONSUMER_REGS == kProducerRegs + 2 * kConsumerRegs, "the launch's registers");
     static constexpr PathSlots slots = make_path_slots<ID>();
     static constexpr bool grouped = [] { /* CTA r's pairs: [r QG, (r+1) QG), on slots [r PS, (r+1) PS) */
         bool ok = NP % GROUPS == 0 && P % GROUPS == 0 && JG % 2 == 0;
@@ -168,7 +159,7 @@ __device__ __forceinline__ void gz_step(float (&acc)[GzCfg<ID, MODE, KK>::QW][Gz
 
 /* The registers of every warpgroup in gz's epilogue, which all three share: the launch's, evenly. */
 constexpr int kEpilogueRegs = 168;
-static_assert(3 * kEpilogueRegs == kProducerRegs + 2 * kConsumerRegs, "the registers the K loop held (GzCfg keeps the sum)");
+static_assert(3 * kEpilogueRegs == kProducerRegs + 2 * kConsumerRegs, "the registers the K loop held");
 
 /* Named barrier 2 over all 384 threads: the consumers arrive once their setmaxnreg.dec has given
  * their registers back, and the producer waits there before its setmaxnreg.inc. Without it a
@@ -276,7 +267,7 @@ template <int ID, int MODE, class Tio, int KK>
 __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bounds__(kSplitThreads, 1)
     gz_tma_kernel(const __grid_constant__ CUtensorMap gomap, const __grid_constant__ CUtensorMap wmap,
                   const Elem<MODE> *__restrict__ x, const Elem<MODE> *__restrict__ y, Tio *__restrict__ gx,
-                  Tio *__restrict__ gy, int B, int Ni, int No, int64_t cs, int gate, const XgNext<MODE> next)
+                  Tio *__restrict__ gy, int B, int Ni, int No, int64_t cs, int gate)
 {
     using C = GzCfg<ID, MODE, KK>;
     using A = AlgebraTraits<ID>;
@@ -330,23 +321,18 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
     using I0 = std::integral_constant<int, 0>;
     using I1 = std::integral_constant<int, 1>;
     if (wgi == 2) { /* the producer warpgroup: one thread issues every step */
-        wg::setmaxnreg_dec<C::PRODUCER_REGS>();
+        wg::setmaxnreg_dec<kProducerRegs>();
         if (tid == 256)
             ring.produce(issue);
         __syncwarp();
-        if (tid < kConsumerThreads + 32) {
+        if (tid < kConsumerThreads + 32)
             prefetch_share<C>(x, y, cs, B, Ni, m0, n0, grp, tid - kConsumerThreads);
-        } else if constexpr (C::XG_NEXT) { /* warps 1-3: the next chunk's xg^T, yg^T, if asked */
-            if (next.x)
-                gelu_transpose_warps<MODE, D>(next, (int)(blockIdx.y * gridDim.x + blockIdx.x) * 3 + warp - 1,
-                                              (int)(gridDim.x * gridDim.y) * 3, tid % 32);
-        }
         /* then it joins the epilogue, with the registers the consumers give back after staging,
          * once they have given them */
         regs_returned_wait();
         wg::setmaxnreg_inc<kEpilogueRegs>();
     } else {
-        wg::setmaxnreg_inc<C::CONSUMER_REGS>();
+        wg::setmaxnreg_inc<kConsumerRegs>();
         if (grp == 0) {
             if (wgi == 0)
                 run(I0{}, I0{});

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Session 53's device calls (kind nvidia-h100-x1; carry [".nvcc_cache.tgz"], timeout 600). Run as
 # `bash benchmarks/results/fcgp-s53/calls.sh X 2>&1 | tee $OUT/output_tail.txt`.
-#   A: the later chunk's xg^T, yg^T by gz's idle producer warps (GzCfg::XG_NEXT, D 4; the
-#      switch FLASHCLIFFORD_FCGP_BWD_XG_IN_GZ): the build; the Hopper backward's chunked tests
-#      (the new test first); the A/B against the switch off, alternating, twice each; the issue-4
-#      bench alone on the GPU; memcheck over the Hopper cases (the chunked shapes among them).
+#   A: (ran on 1ec61e1, branch s53-xg-in-gz) the later chunk's xg^T, yg^T by gz's idle producer
+#      warps (GzCfg::XG_NEXT, D 4; the switch FLASHCLIFFORD_FCGP_BWD_XG_IN_GZ): the build; the
+#      Hopper backward's chunked tests (the new test first); the A/B against the switch off,
+#      alternating, twice each; the issue-4 bench alone on the GPU; memcheck over the Hopper cases
+#      (the chunked shapes among them).
+#   B: (A: no gain, gz's L2-bound K loop slowed by what the pass had cost) the same in
+#      gw_pseq_kernel's producer warps, every algebra (switch FLASHCLIFFORD_FCGP_BWD_XG_IN_GW), with
+#      gW's one-path tests; then the SASS check for the time left.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -19,6 +23,18 @@ A)
     room 60 memcheck && sanitize memcheck $((END - SECONDS - 10))
     pack
     ;;
+B)
+    begin
+    room 150 "chunked tests" && tests_in chunked "" tests/test_gpu_fcgp_sm90.py \
+        -k "xg_in_gw or chunked or pdl_chain or grads_as_scratch or pseq"
+    room 120 "A/B" && SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_XG_IN_GW=0;base;FLASHCLIFFORD_FCGP_BWD_XG_IN_GW=0" \
+        PARTS_S=50 timeout 230 bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "===|^Cl|gz_tma|gw_pseq|gelu_tr"
+    room 110 bench && bench 105
+    room 60 memcheck && sanitize memcheck 60
+    room 40 sass && { STAGES=sass timeout $((END - SECONDS - 10)) bash tests/gpu_check.sh >"$R/sass.txt" 2>&1
+        tail -n 4 "$R/sass.txt"; }
+    pack
+    ;;
 *)
-    echo "usage: $0 A"; exit 2 ;;
+    echo "usage: $0 A | B"; exit 2 ;;
 esac
