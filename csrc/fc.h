@@ -135,10 +135,6 @@ long long fc_fcgp_sm90_bwd_go_rows(long long rows);
 /* Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch (the same
  * convention; initially on unless FLASHCLIFFORD_FCGP_BWD_PDL == "0"; off: plain stream order). */
 int fc_fcgp_sm90_bwd_pdl_switch(int on);
-/* Whether the Hopper FCGP backward forms a later batch chunk's gated, transposed inputs in the
- * chunk before's weight-gradient kernel (the same convention; initially on unless
- * FLASHCLIFFORD_FCGP_BWD_XG_IN_GW == "0"; off: a pass of their own; bitwise the same result). */
-int fc_fcgp_sm90_bwd_xg_in_gw_switch(int on);
 /* How the Hopper FCGP weight gradient is tiled: mode >= 0 sets it (0 by the rule, today the same
  * as 1; 1 one path a tile, gw_pseq_kernel, wherever N_in is a multiple of 128 and N_out of 256,
  * its tiles whole to the least-loaded block by cost where that beats rounds; 2 the path-group

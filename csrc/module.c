@@ -183,11 +183,6 @@ static PyObject *fcgp_sm90_bwd_pdl(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_bwd_pdl", fc_fcgp_sm90_bwd_pdl_switch);
 }
-static PyObject *fcgp_sm90_bwd_xg_in_gw(PyObject *module, PyObject *args)
-{
-    (void)module;
-    return switch_call(args, "|O:_fcgp_sm90_bwd_xg_in_gw", fc_fcgp_sm90_bwd_xg_in_gw_switch);
-}
 /* The C API's small choices from Python: one optional integer (-1, leave it, when absent) in [-1,
  * most], passed to get_set, which sets the choice when it is >= 0 and returns it; `values` names the
  * choices for the error, which names the function from format ("|i:name"). */
@@ -327,14 +322,6 @@ static PyMethodDef module_methods[] = {
      "idle (on unless FLASHCLIFFORD_FCGP_BWD_PDL=0 at start-up; off: plain stream order, bitwise the same "
      "result): None leaves it, True/False sets it; returns its state. Process-wide; for tests and "
      "measurements."},
-    {"_fcgp_sm90_bwd_xg_in_gw", fcgp_sm90_bwd_xg_in_gw, METH_VARARGS,
-     "_fcgp_sm90_bwd_xg_in_gw(on=None)\n--\n\n"
-     "Whether the Hopper FCGP backward forms each later batch chunk's gated, transposed inputs (the "
-     "weight gradient's operands) in the chunk before's weight-gradient kernel, by its idle producer "
-     "warps, where grad_x and grad_y hold them (on unless FLASHCLIFFORD_FCGP_BWD_XG_IN_GW=0 at "
-     "start-up; off: a pass of their own; bitwise the same result): None leaves it, True/False sets it; "
-     "returns its state. "
-     "Process-wide; for tests and measurements."},
     {"_fcgp_sm90_fwd_groups", fcgp_sm90_fwd_groups, METH_VARARGS,
      "_fcgp_sm90_fwd_groups(groups=-1)\n--\n\n"
      "The Hopper FCGP forward's component groups at D = 8: 0 by the rule (FLASHCLIFFORD_FCGP_FWD_GROUPS at "

@@ -6,8 +6,7 @@
  * with a producer warpgroup by default or clusters of two that share a tile by multicast
  * (fwd_cluster; benchmarks/NOTES_FCGP.md), the grade norm finished in its epilogue
  * (FwdOut::kNorm: a count and a state a tile in the workspace, zeroed a call). Backward: per batch chunk,
- * xg^T and yg^T (gelu_transpose; a later chunk's by the chunk before's gW), the norm's
- * statistics (fcgp.cu's norm_stats) and go^T (go_transpose),
+ * xg^T and yg^T (gelu_transpose), the norm's statistics (fcgp.cu's norm_stats) and go^T (go_transpose),
  * the weight gradient (fcgp_wgmma_gw.cuh) and the input gradients (fcgp_wgmma_gz.cuh), as one
  * programmatic chain (pdl.cuh). setup.py builds this unit for sm_90a alone when 9.0 is a target
  * (FC_SM90A = 1); otherwise only its host side is compiled and the planning functions say no.
@@ -245,14 +244,6 @@ std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream 
  * so that its launch and set-up overlap the preparation's tail, or in plain stream order;
  * FLASHCLIFFORD_FCGP_FWD_PDL=0 at start-up (NOTES_FCGP.md session 30). */
 bool fwd_pdl() { return switch_state(g_fwd_pdl, "FLASHCLIFFORD_FCGP_FWD_PDL", 1); }
-namespace {
-std::atomic<int> g_xg_in_gw{-1}; /* FLASHCLIFFORD_FCGP_BWD_XG_IN_GW: "0" a pass of their own */
-}
-/* The later chunks' xg^T, yg^T formed by the chunk before's gW (gw_pseq_kernel's idle producer
- * warps, where the gradients hold them: on, the default) or by their own gelu_transpose pass;
- * FLASHCLIFFORD_FCGP_BWD_XG_IN_GW=0 at start-up, or set_bwd_xg_in_gw. The same bits either way. */
-bool bwd_xg_in_gw() { return switch_state(g_xg_in_gw, "FLASHCLIFFORD_FCGP_BWD_XG_IN_GW", 1); }
-void set_bwd_xg_in_gw(bool on) { g_xg_in_gw.store(on ? 1 : 0); }
 namespace {
 std::atomic<int> g_go_fused{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_FUSED: 1 one pass, 2 two; 0 by the rule */
 }
@@ -1241,24 +1232,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         return FC_OK;
     };
     const int gzk = gz_chunks_a_step(D);
-    /* where a chunk's xg^T, yg^T go: grad_x, grad_y's rows of it, or the workspace */
-    struct XgDst {
-        E *xgt, *ygt;
-        int64_t dcs; /* their component stride, in elements */
-    };
-    auto xg_dst = [&](int64_t b0, int64_t Bp) -> XgDst {
-        if (L.in_grads)
-            return {(E *)((char *)a->grad_x + (size_t)(b0 * Ni) * sizeof(Tio)),
-                    (E *)((char *)a->grad_y + (size_t)(b0 * Ni) * sizeof(Tio)),
-                    B * Ni * (int64_t)sizeof(Tio) / (int64_t)sizeof(E)};
-        return {(E *)(p + L.xgt), (E *)(p + L.ygt), gw_rows(Ni) * Bp};
-    };
-    /* the chunks after the first take their xg^T, yg^T from the chunk before's gW (the idle warps
-     * of gw_pseq_kernel's producer warpgroup) instead of a pass of their own between that chunk's
-     * gz and their gW: into their own rows of grad_x, grad_y, which no kernel of the chunk before
-     * touches (not the workspace's one copy, which that gW reads). Where gW runs one path a unit,
-     * N_in is even and x, y are aligned to two elements (xg_warps_ok); else the pass */
-    const bool xg_in_gw = need_w && L.in_grads && use_pseq(a) && bwd_xg_in_gw() && xg_warps_ok<MODE>(x, y, Ni);
 
     /* the norm's statistics and go^T in one pass (go_rows) or two (norm_stats, go_transpose). The
      * rule: one pass where grad_out and v are both fp32; with 2-byte elements it lost to the two
@@ -1274,10 +1247,17 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         const int64_t rows = std::min(L.Bc, B - b0), Bp = up_block(rows), cs = B * No, gcs = Bp * Nor;
         /* xg^T, yg^T of the chunk (in grad_x, grad_y's rows of it, or ws) for gW, first: it and the
          * statistics are the chunk's free kernels */
-        const XgDst xd = need_w ? xg_dst(b0, Bp) : XgDst{nullptr, nullptr, 0};
-        E *xgt = xd.xgt, *ygt = xd.ygt;
-        const int64_t dcs = xd.dcs;
-        if (need_w && (c == 0 || !xg_in_gw)) {
+        E *xgt = nullptr, *ygt = nullptr;
+        int64_t dcs = 0; /* their component stride, in elements */
+        if (need_w) {
+            if (L.in_grads) {
+                xgt = (E *)((char *)a->grad_x + (size_t)(b0 * Ni) * sizeof(Tio));
+                ygt = (E *)((char *)a->grad_y + (size_t)(b0 * Ni) * sizeof(Tio));
+                dcs = B * Ni * (int64_t)sizeof(Tio) / (int64_t)sizeof(E);
+            } else {
+                xgt = (E *)(p + L.xgt), ygt = (E *)(p + L.ygt);
+                dcs = gw_rows(Ni) * Bp;
+            }
             /* bf16 two columns a load where both inputs allow it */
             const bool pair = MODE == kBF16 && Ni % 2 == 0 && ((uintptr_t)x | (uintptr_t)y) % 4 == 0;
             const dim3 tgrid((unsigned)(gw_rows(Ni) / gelu_transpose_cols(MODE)), (unsigned)cdiv(Bp, 32), 2);
@@ -1368,14 +1348,6 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
             /* one path a unit where the shapes allow (use_pseq: by bulk copies, no tensor maps), else
              * the sub-steps gw_sched counted with */
             if (use_pseq(a)) {
-                XgNext<MODE> next; /* and the next chunk's xg^T, yg^T */
-                if (xg_in_gw && b0 + rows < B) {
-                    const int64_t b1 = b0 + rows, rows1 = std::min(L.Bc, B - b1), Bp1 = up_block(rows1);
-                    const XgDst nd = xg_dst(b1, Bp1);
-                    next.x = x + b1 * Ni, next.y = y + b1 * Ni, next.xgt = nd.xgt, next.ygt = nd.ygt;
-                    next.rows = rows1, next.Bp = Bp1, next.cs = B * Ni, next.dcs = nd.dcs;
-                    next.Ni = (int)Ni, next.gate = (int)a->gate;
-                }
                 const PseqSched sch = gw_pseq_sched(a, MODE, Bp);
                 auto kp = gw_pseq_kernel<ID, MODE, Tio>;
                 constexpr int smem = PseqCfg<ID, MODE>::SMEM;
@@ -1384,7 +1356,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                                           (const E *)xgt, (const E *)ygt, dcs, (const E *)got, gcs, (int)Nor, sch,
                                           (float *)(p + L.slots), flags, (int)c + 1,
                                           c > 0 ? (const float *)wsum : nullptr, last ? nullptr : wsum, gwt, (int)Ni,
-                                          (int)No, next));
+                                          (int)No));
                 FC_LAUNCH_CHECK(st);
                 s = FC_OK;
             } else {
@@ -1464,10 +1436,6 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
 int fc_fcgp_sm90_bwd_pdl_switch(int on) { return toggle(on, fc::fcgp::sm90::set_bwd_pdl, fc::fcgp::sm90::bwd_pdl); }
-int fc_fcgp_sm90_bwd_xg_in_gw_switch(int on)
-{
-    return toggle(on, fc::fcgp::sm90::set_bwd_xg_in_gw, fc::fcgp::sm90::bwd_xg_in_gw);
-}
 int fc_fcgp_sm90_gw_pseq(int mode)
 {
     if (mode >= 0)

@@ -135,10 +135,6 @@ void set_go_rows(long long rows);
  * fc_fcgp_sm90_bwd_pdl_switch): bitwise the same result either way. */
 bool bwd_pdl();
 void set_bwd_pdl(bool on);
-/* Whether the later batch chunks' xg^T, yg^T come from the chunk before's gW (gw_pseq_kernel's
- * idle producer warps, where grad_x, grad_y hold them) or from a pass of their own (fc_fcgp_sm90_bwd_xg_in_gw_switch): bitwise the same result. */
-bool bwd_xg_in_gw();
-void set_bwd_xg_in_gw(bool on);
 /* How the weight gradient is tiled: 0 by the rule, 1 one path a tile where the shapes allow
  * (gw_pseq_kernel), 2 by path groups (gw_tma_kernel); FLASHCLIFFORD_FCGP_GW_PSEQ;
  * fc_fcgp_sm90_gw_pseq. */

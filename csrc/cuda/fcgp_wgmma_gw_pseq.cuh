@@ -53,12 +53,6 @@ template <int ID, int MODE> struct PseqCfg {
     static constexpr int STAGE = most(), STAGES = stages_that_fit(STAGE, 5);
     static constexpr int SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;
     static constexpr int SLOT = 256 * NT / 2; /* floats a segment slot: both warpgroups' accumulators */
-    /* The producer warpgroup's warps 1-3, idle otherwise, form the next batch chunk's xg^T, yg^T
-     * (gelu_transpose_warps) at PRODUCER_REGS, the consumers keeping the rest: ptxas finds no
-     * spills at 104 / 200 for D 4 and 136 / 184 for D 8 (at 104 or 120 the transposes of D 8
-     * spilled; benchmarks/lab/gw_pseq_spills.cu) */
-    static constexpr int PRODUCER_REGS = D == 4 ? 104 : 136, CONSUMER_REGS = D == 4 ? 200 : 184;
-    static_assert(PRODUCER_REGS + 2 * CONSUMER_REGS == kProducerRegs + 2 * kConsumerRegs, "the launch's registers");
     static_assert(STAGES >= 3, "three stages fit");
     static_assert(SMEM <= 227 * 1024, "the stages fit");
 };
@@ -151,8 +145,7 @@ template <int ID, int MODE, class Tout>
 __global__ void __launch_bounds__(kSplitThreads, 1)
     gw_pseq_kernel(const Elem<MODE> *__restrict__ xgt, const Elem<MODE> *__restrict__ ygt, int64_t dcs,
                    const Elem<MODE> *__restrict__ got, int64_t gcs, int Nor, const __grid_constant__ PseqSched sch,
-                   float *slots, int *flags, int epoch, const float *prev, float *stash, Tout *gw, int Ni, int No,
-                   const XgNext<MODE> next)
+                   float *slots, int *flags, int epoch, const float *prev, float *stash, Tout *gw, int Ni, int No)
 {
     using C = PseqCfg<ID, MODE>;
     constexpr int S = C::STAGES, NT = C::NT, KS = C::KS;
@@ -164,13 +157,9 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     const int NM = No / NT, NB = Ni / C::BM, nbm = NM * NB, NB64 = Ni / 64, b = blockIdx.x;
     tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), sch.steps(b), kConsumerThreads / 32);
     if (wgi == 2) { /* the producer warpgroup: one thread issues every step of every unit */
-        wg::setmaxnreg_dec<C::PRODUCER_REGS>();
-        if (tid != 256) { /* warps 1-3: the next chunk's xg^T, yg^T, if asked (their rows: no
-                           * kernel of this chunk touches them) */
-            if (warp > 0 && next.x)
-                gelu_transpose_warps<MODE, C::D>(next, b * 3 + warp - 1, (int)gridDim.x * 3, tid % 32);
+        wg::setmaxnreg_dec<kProducerRegs>();
+        if (tid != 256)
             return;
-        }
         /* The path is chosen once a unit, outside its steps: chosen a step (a 20-way branch chain
          * ahead of each step's copies) the one thread took longer a step than the consumers'
          * wgmmas, and the consumers waited on their full barrier a third of the time
@@ -188,8 +177,8 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
                     unsigned char *buf = smem + (s % S) * C::STAGE;
                     tma::mbar_arrive_expect_tx(bar, C::bytes(p));
                     /* 128 rows of step ik: the two 64-row tiles (ik NB64 + 2 inb, + 1) of xgt_offset;
-                     * go^T's 256 rows of its step panel (offsets formed a step, from when the producer
-                     * had 24 registers) */
+                     * go^T's 256 rows of its step panel (offsets formed a step: the producer has 24
+                     * registers) */
                     const int64_t xo = ((int64_t)ik * NB64 + 2 * inb) * 64 * KS, go = (int64_t)ik * Nor * KS + (int64_t)im * NT * KS;
                     static_for<NX>([&](auto c) {
                         constexpr int cc = decltype(c)::value, comp = PP::path.xc[p][cc];
@@ -210,7 +199,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         });
         return;
     }
-    wg::setmaxnreg_inc<C::CONSUMER_REGS>();
+    wg::setmaxnreg_inc<kConsumerRegs>();
 
     const int r0 = 64 * wgi + 16 * warp + g; /* this thread's rows r0, r0 + 8 of the unit's 128 */
     int s0 = 0;

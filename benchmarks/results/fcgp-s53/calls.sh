@@ -9,6 +9,10 @@
 #   B: (A: no gain, gz's L2-bound K loop slowed by what the pass had cost) the same in
 #      gw_pseq_kernel's producer warps, every algebra (switch FLASHCLIFFORD_FCGP_BWD_XG_IN_GW), with
 #      gW's one-path tests; then the SASS check for the time left.
+#   C: (B: about 1% faster in bf16, 0.5-2% slower in tf32 than main: not merged) main's kernels
+#      (unchanged since session 52), what session 52 left unrun on the H100: racecheck over the
+#      small cases 4-7, and the side-stream rerun of test_gpu_sgp.py and test_gpu_gate.py. Run with
+#      CALL_S=470 (the device time left).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -35,6 +39,14 @@ B)
         tail -n 4 "$R/sass.txt"; }
     pack
     ;;
+C)
+    begin
+    room 150 racecheck && LOOPS=0 RACECHECK=1 OUT="$R" CASES="4 5 6 7" CASE_S=40 timeout 170 \
+        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 5
+    room 100 "side-stream tests" && tests_in side FLASHCLIFFORD_TEST_SIDE_STREAM=1 -m "gpu and not large" \
+        tests/test_gpu_gate.py tests/test_gpu_sgp.py
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
