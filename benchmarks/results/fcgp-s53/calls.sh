@@ -10,9 +10,10 @@
 #      gw_pseq_kernel's producer warps, every algebra (switch FLASHCLIFFORD_FCGP_BWD_XG_IN_GW), with
 #      gW's one-path tests; then the SASS check for the time left.
 #   C: (B: about 1% faster in bf16, 0.5-2% slower in tf32 than main: not merged) main's kernels
-#      (unchanged since session 52), what session 52 left unrun on the H100: racecheck over the
-#      small cases 4-7, and the side-stream rerun of test_gpu_sgp.py and test_gpu_gate.py. Run with
-#      CALL_S=470 (the device time left).
+#      (unchanged since session 52): the backward's start-up settings on the H100 (most were last
+#      chosen on it in sessions 17-37, on older kernels), then what session 52 left unrun on the
+#      H100: racecheck over the small cases 4-7, and the side-stream rerun of test_gpu_gate.py and
+#      test_gpu_sgp.py for the time left. Run with CALL_S=480 (the device time left).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -41,6 +42,8 @@ B)
     ;;
 C)
     begin
+    room 200 "settings" && SETTINGS="base;FLASHCLIFFORD_FCGP_GZ_KK=1;FLASHCLIFFORD_FCGP_GZ_KK=2;FLASHCLIFFORD_FCGP_GZ_KK=4;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=1;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=2;FLASHCLIFFORD_FCGP_GW_PSEQ=3;base" \
+        PARTS_S=40 timeout 190 bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "===|backward  "
     room 150 racecheck && LOOPS=0 RACECHECK=1 OUT="$R" CASES="4 5 6 7" CASE_S=40 timeout 170 \
         bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 5
     room 100 "side-stream tests" && tests_in side FLASHCLIFFORD_TEST_SIDE_STREAM=1 -m "gpu and not large" \
