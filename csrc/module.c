@@ -301,7 +301,8 @@ static PyMethodDef module_methods[] = {
     {"_fcgp_sm90_bwd_go_fused", fcgp_sm90_bwd_go_fused, METH_VARARGS,
      "_fcgp_sm90_bwd_go_fused(mode=-1)\n--\n\n"
      "How the Hopper FCGP backward forms the norm's row statistics and go^T: 0 by the rule (the default; "
-     "FLASHCLIFFORD_FCGP_BWD_GO_FUSED at start-up otherwise: one pass where grad_out and out are float32), "
+     "FLASHCLIFFORD_FCGP_BWD_GO_FUSED at start-up otherwise: one pass where grad_out and out are float32, "
+     "and at 8 components), "
      "1 in one pass (a cluster of CTAs holding each "
      "block of 16 rows of grad_out and out in shared memory) wherever N_out <= 512, 2 in two passes (a "
      "statistics pass, then the transpose, in the slices of _fcgp_sm90_bwd_go_rows). The passes sum the "

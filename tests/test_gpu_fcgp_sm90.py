@@ -525,7 +525,7 @@ def test_backward_go_slices(go_fused_kept, alg, batch, n_in, n_out, mode):
 
 
 # The one-pass statistics and go^T (go_rows; _C._fcgp_sm90_bwd_go_fused 1, where the default rule
-# takes it for Cl(3,0) with float32 data only): a cluster of CTAs holds a block of 16 rows in shared
+# takes it for float32 data and for Cl(3,0)): a cluster of CTAs holds a block of 16 rows in shared
 # memory, sums the rows' grade dots across the cluster, then forms go^T from what it holds (N_out
 # up to 512; past that the two passes run). Both are run here in every cell. The dots are
 # summed in another order than norm_stats sums them, so the gradients are checked against the

@@ -248,7 +248,7 @@ namespace {
 std::atomic<int> g_go_fused{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_FUSED: 1 one pass, 2 two; 0 by the rule */
 }
 /* The norm's statistics and go^T in one pass (go_rows) or as two (norm_stats, then go_transpose,
- * sliced by go_rows_setting): 0 by the rule (bwd's: one pass for fp32 data), 1 one
+ * sliced by go_rows_setting): 0 by the rule (bwd's: one pass for fp32 data and at D 8), 1 one
  * pass where N_out allows, 2 two passes; FLASHCLIFFORD_FCGP_BWD_GO_FUSED at start-up, or
  * set_go_fused. */
 int go_fused_setting() { return env_choice(g_go_fused, "FLASHCLIFFORD_FCGP_BWD_GO_FUSED", 1, 2, 0); }
@@ -1234,13 +1234,14 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
     const int gzk = gz_chunks_a_step(D);
 
     /* the norm's statistics and go^T in one pass (go_rows) or two (norm_stats, go_transpose). The
-     * rule: one pass where grad_out and v are both fp32; with 2-byte elements it lost to the two
-     * passes, whose many small blocks hide the latency better (H100, B 4096, N 512, NOTES_FCGP.md
-     * sessions 30-32: backward 1120 -> 1098 us at Cl(3,0) tf32; 477 -> 467 Cl(2,0) tf32 once
-     * go_rows gathers its loads at D 4 (session 32); 667 -> 670 Cl(3,0) bf16, 317 -> 321 Cl(2,0)
-     * bf16) */
+     * rule: one pass where grad_out and v are both fp32, or at D 8 (H100, B 4096, N 512,
+     * NOTES_FCGP.md sessions 30-32: backward 1120 -> 1098 us at Cl(3,0) tf32; 477 -> 467 Cl(2,0)
+     * tf32 once go_rows gathers its loads at D 4; session 53, today's kernels: 647 -> 609 us at
+     * Cl(3,0) bf16). With 2-byte elements at D 4 it loses to the two passes, whose many small
+     * blocks hide the latency better (317 -> 321 us at Cl(2,0) bf16 in session 32, 261 -> 263 in
+     * session 53) */
     const int gf = go_fused_setting();
-    const bool rule = sizeof(Tio) == 4 && in.v_bytes == 4;
+    const bool rule = (sizeof(Tio) == 4 && in.v_bytes == 4) || D == 8;
     const bool fused = in.stats_rows && No > 0 && cdiv(No, 32) <= kGoRowsCluster * kGoRowsTiles &&
                        (gf == 1 || (gf == 0 && rule));
     for (int64_t b0 = 0, c = 0; b0 < B; b0 += L.Bc, ++c) {

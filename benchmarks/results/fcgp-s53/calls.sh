@@ -13,7 +13,12 @@
 #      (unchanged since session 52): the backward's start-up settings on the H100 (most were last
 #      chosen on it in sessions 17-37, on older kernels), then what session 52 left unrun on the
 #      H100: racecheck over the small cases 4-7, and the side-stream rerun of test_gpu_gate.py and
-#      test_gpu_sgp.py for the time left. Run with CALL_S=480 (the device time left).
+#      test_gpu_sgp.py for the time left. Run with CALL_S=470 (the device time left).
+#   D: (C: one pass at Cl(3,0) bf16 34 us faster) on C's warm machine and build, the last 60 s,
+#      run as this command line (not through this script):
+#        export PYTHONPATH=$PWD; for s in 0 1 0 1 0 1; do echo "GO_FUSED=$s"; \
+#          FLASHCLIFFORD_FCGP_BWD_GO_FUSED=$s timeout 25 python3 benchmarks/fcgp_parts.py \
+#          --cells 3,bfloat16,4096,512 2,bfloat16,4096,512 2>&1 | grep -E "backward|forward "; done
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
