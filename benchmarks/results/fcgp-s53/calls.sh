@@ -6,7 +6,8 @@
 #      Hopper backward's chunked tests (the new test first); the A/B against the switch off,
 #      alternating, twice each; the issue-4 bench alone on the GPU; memcheck over the Hopper cases
 #      (the chunked shapes among them).
-#   B: (A: no gain, gz's L2-bound K loop slowed by what the pass had cost) the same in
+#   B: (ran on cd60fb8, branch s53-xg-in-gw; A: no gain, gz's L2-bound K loop slowed by what the
+#      pass had cost) the same in
 #      gw_pseq_kernel's producer warps, every algebra (switch FLASHCLIFFORD_FCGP_BWD_XG_IN_GW), with
 #      gW's one-path tests; then the SASS check for the time left.
 #   C: (B: about 1% faster in bf16, 0.5-2% slower in tf32 than main: not merged) main's kernels
@@ -22,25 +23,27 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
+# lever SWITCH TESTS GREP MEMCHECK_S: the build; the chunked tests (-k TESTS); the A/B of the
+# defaults against FLASHCLIFFORD_FCGP_BWD_SWITCH=0, alternating, twice each (the lines GREP
+# matches); the issue-4 bench; memcheck over the Hopper cases for MEMCHECK_S seconds ("rest": until
+# 10 s before the call's end)
+lever() {
+    begin
+    room 150 "chunked tests" && tests_in chunked "" tests/test_gpu_fcgp_sm90.py -k "$2"
+    room 120 "A/B" && SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_$1=0;base;FLASHCLIFFORD_FCGP_BWD_$1=0" \
+        PARTS_S=50 timeout 230 bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "$3"
+    room 110 bench && bench 105
+    local s=$4
+    [ "$s" = rest ] && s=$((END - SECONDS - 10))
+    room 60 memcheck && sanitize memcheck "$s"
+}
 case "${1:-}" in
 A)
-    begin
-    room 150 "chunked tests" && tests_in chunked "" tests/test_gpu_fcgp_sm90.py \
-        -k "xg_in_gz or chunked or pdl_chain or grads_as_scratch"
-    room 120 "A/B" && SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_XG_IN_GZ=0;base;FLASHCLIFFORD_FCGP_BWD_XG_IN_GZ=0" \
-        PARTS_S=50 timeout 230 bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "===|^Cl|gz_tma|gelu_tr"
-    room 110 bench && bench 105
-    room 60 memcheck && sanitize memcheck $((END - SECONDS - 10))
+    lever XG_IN_GZ "xg_in_gz or chunked or pdl_chain or grads_as_scratch" "===|^Cl|gz_tma|gelu_tr" rest
     pack
     ;;
 B)
-    begin
-    room 150 "chunked tests" && tests_in chunked "" tests/test_gpu_fcgp_sm90.py \
-        -k "xg_in_gw or chunked or pdl_chain or grads_as_scratch or pseq"
-    room 120 "A/B" && SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_XG_IN_GW=0;base;FLASHCLIFFORD_FCGP_BWD_XG_IN_GW=0" \
-        PARTS_S=50 timeout 230 bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "===|^Cl|gz_tma|gw_pseq|gelu_tr"
-    room 110 bench && bench 105
-    room 60 memcheck && sanitize memcheck 60
+    lever XG_IN_GW "xg_in_gw or chunked or pdl_chain or grads_as_scratch or pseq" "===|^Cl|gz_tma|gw_pseq|gelu_tr" 60
     room 40 sass && { STAGES=sass timeout $((END - SECONDS - 10)) bash tests/gpu_check.sh >"$R/sass.txt" 2>&1
         tail -n 4 "$R/sass.txt"; }
     pack
