@@ -7,9 +7,9 @@
 #      alternating, twice each; the issue-4 bench alone on the GPU; memcheck over the Hopper cases
 #      (the chunked shapes among them).
 #   B: (ran on cd60fb8, branch s53-xg-in-gw; A: no gain, gz's L2-bound K loop slowed by what the
-#      pass had cost) the same in
-#      gw_pseq_kernel's producer warps, every algebra (switch FLASHCLIFFORD_FCGP_BWD_XG_IN_GW), with
-#      gW's one-path tests; then the SASS check for the time left.
+#      pass had cost) the same in gw_pseq_kernel's producer warps, every algebra (switch
+#      FLASHCLIFFORD_FCGP_BWD_XG_IN_GW), with gW's one-path tests; then the SASS check for the time
+#      left.
 #   C: (B: about 1% faster in bf16, 0.5-2% slower in tf32 than main: not merged) main's kernels
 #      (unchanged since session 52): the backward's start-up settings on the H100 (most were last
 #      chosen on it in sessions 17-37, on older kernels), then what session 52 left unrun on the
