@@ -9,6 +9,10 @@
 #      tests.
 #   B: the Hopper file's backward tests (the rule's default path among them); memcheck,
 #      synccheck and initcheck over the Hopper cases.
+#   C: (added in session 54, after A and B) the rest of the `-m gpu` suite on this tree (every file
+#      but the Hopper one, which A and B ran) in two pytest processes beside the SASS check; then
+#      fcgp_parts.py at larger shapes (B 8192, N 1024): is the backward's gap to bmm a fixed cost
+#      of issue 4's shape or the kernels' own rate.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -27,6 +31,23 @@ B)
     room 100 "memcheck, synccheck, initcheck" && sanitize "memcheck synccheck initcheck" $((END - SECONDS - 10))
     pack
     ;;
+C)
+    begin
+    (STAGES=sass timeout $((END - SECONDS - 15)) bash tests/gpu_check.sh >"$R/sass.txt" 2>&1) &
+    room 200 "the rest of the suite" && {
+        tests_in fcgp_gate_streams "" tests/test_gpu_fcgp.py tests/test_gpu_gate.py tests/test_gpu_streams.py &
+        tests_in sgp_rest "" tests/test_gpu_sgp.py tests/test_gpu_reliability.py tests/test_nn.py \
+            tests/test_threads.py tests/test_dlpack.py tests/test_errors.py &
+        wait
+    }
+    wait
+    tail -n 8 "$R/sass.txt"
+    room 60 "larger shapes" && timeout $((END - SECONDS - 10)) python3 benchmarks/fcgp_parts.py --cells \
+        2,bfloat16,8192,512 2,bfloat16,4096,1024 3,bfloat16,4096,1024 2,float32,4096,1024 \
+        2,bfloat16,4096,512 >"$R/parts_scale.txt" 2>&1
+    grep -E "^Cl" "$R/parts_scale.txt"
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
