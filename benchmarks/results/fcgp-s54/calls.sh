@@ -13,6 +13,9 @@
 #      but the Hopper one, which A and B ran) in two pytest processes beside the SASS check; then
 #      fcgp_parts.py at larger shapes (B 8192, N 1024): is the backward's gap to bmm a fixed cost
 #      of issue 4's shape or the kernels' own rate.
+#   D: (after C) session 53's rule (go_rows at D 8) by default under racecheck and the hang loops:
+#      racecheck's Cl(3,0) bf16 cases (6, 7; 13: one path a tile at 512 x 512; and 11, its small
+#      shape) ran in session 53 before the rule was merged; the loops under both chain settings.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -48,6 +51,14 @@ C)
     grep -E "^Cl" "$R/parts_scale.txt"
     pack
     ;;
+D)
+    begin
+    room 90 "hang loops" && LOOPS=1 RACECHECK=0 OUT="$R" LOOP_S=40 ITERS=300 timeout 100 \
+        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 3
+    room 60 racecheck && LOOPS=0 RACECHECK=1 OUT="$R" CASES="6 7 13 11" CASE_S=90 timeout $((END - SECONDS - 10)) \
+        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 5
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C"; exit 2 ;;
+    echo "usage: $0 A | B | C | D"; exit 2 ;;
 esac
