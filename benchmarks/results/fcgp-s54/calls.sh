@@ -16,6 +16,9 @@
 #   D: (after C) session 53's rule (go_rows at D 8) by default under racecheck and the hang loops:
 #      racecheck's Cl(3,0) bf16 cases (6, 7; 13: one path a tile at 512 x 512; and 11, its small
 #      shape) ran in session 53 before the rule was merged; the loops under both chain settings.
+#   E: (D: cases 11 and 13 drew racecheck's known reports on gw_pseq_kernel's bulk copies, every
+#      one a bulk_load write against an LDS read, as in session 43's lab) cases 11 and 13 again
+#      with gw_pseq_kernel left out, as gpu_check.sh's racecheck does.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -59,6 +62,13 @@ D)
         bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 5
     pack
     ;;
+E)
+    begin
+    room 60 racecheck && LOOPS=0 RACECHECK=1 OUT="$R" CASES="11 13" CASE_S=90 \
+        RACE_ARGS="--kernel-name-exclude kns=gw_pseq_kernel" timeout $((END - SECONDS - 10)) \
+        bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 5
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C | D"; exit 2 ;;
+    echo "usage: $0 A | B | C | D | E"; exit 2 ;;
 esac
