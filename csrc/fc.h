@@ -135,6 +135,10 @@ long long fc_fcgp_sm90_bwd_go_rows(long long rows);
 /* Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch (the same
  * convention; initially on unless FLASHCLIFFORD_FCGP_BWD_PDL == "0"; off: plain stream order). */
 int fc_fcgp_sm90_bwd_pdl_switch(int on);
+/* Whether the Hopper FCGP backward's go^T passes move two columns a thread or load where N_out is
+ * even and the arrays aligned (the same convention; initially on unless
+ * FLASHCLIFFORD_FCGP_BWD_GO_PAIRS == "0"): bitwise the same result either way. */
+int fc_fcgp_sm90_bwd_go_pairs_switch(int on);
 /* How the Hopper FCGP weight gradient is tiled: mode >= 0 sets it (0 by the rule, today the same
  * as 1; 1 one path a tile, gw_pseq_kernel, wherever N_in is a multiple of 128 and N_out of 256,
  * its tiles whole to the least-loaded block by cost where that beats rounds; 2 the path-group

@@ -183,6 +183,11 @@ static PyObject *fcgp_sm90_bwd_pdl(PyObject *module, PyObject *args)
     (void)module;
     return switch_call(args, "|O:_fcgp_sm90_bwd_pdl", fc_fcgp_sm90_bwd_pdl_switch);
 }
+static PyObject *fcgp_sm90_bwd_go_pairs(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return switch_call(args, "|O:_fcgp_sm90_bwd_go_pairs", fc_fcgp_sm90_bwd_go_pairs_switch);
+}
 /* The C API's small choices from Python: one optional integer (-1, leave it, when absent) in [-1,
  * most], passed to get_set, which sets the choice when it is >= 0 and returns it; `values` names the
  * choices for the error, which names the function from format ("|i:name"). */
@@ -322,6 +327,13 @@ static PyMethodDef module_methods[] = {
      "memory-bound passes of the next batch chunk start on the SMs the input gradient's last wave leaves "
      "idle (on unless FLASHCLIFFORD_FCGP_BWD_PDL=0 at start-up; off: plain stream order, bitwise the same "
      "result): None leaves it, True/False sets it; returns its state. Process-wide; for tests and "
+     "measurements."},
+    {"_fcgp_sm90_bwd_go_pairs", fcgp_sm90_bwd_go_pairs, METH_VARARGS,
+     "_fcgp_sm90_bwd_go_pairs(on=None)\n--\n\n"
+     "Whether the Hopper FCGP backward's go^T passes (the two-pass transpose and the one-pass go_rows) move "
+     "two adjacent columns a thread or load where N_out is even and grad_out and the output are aligned to "
+     "two elements (on unless FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0 at start-up; off: one column, bitwise the "
+     "same result): None leaves it, True/False sets it; returns its state. Process-wide; for tests and "
      "measurements."},
     {"_fcgp_sm90_fwd_groups", fcgp_sm90_fwd_groups, METH_VARARGS,
      "_fcgp_sm90_fwd_groups(groups=-1)\n--\n\n"

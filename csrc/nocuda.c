@@ -19,6 +19,7 @@ int fc_fcgp_sm90_fwd_norm_switch(int on) { (void)on; return 0; }
 long long fc_fcgp_sm90_fwd_norm_wait(long long us) { (void)us; return 0; }
 int fc_fcgp_sm90_fwd_wbulk_switch(int on) { (void)on; return 0; }
 int fc_fcgp_sm90_bwd_pdl_switch(int on) { (void)on; return 0; }
+int fc_fcgp_sm90_bwd_go_pairs_switch(int on) { (void)on; return 0; }
 int fc_fcgp_sm90_gw_pseq(int mode) { (void)mode; return 0; }
 int fc_fcgp_sm90_bwd_go_fused(int mode) { (void)mode; return 0; }
 long long fc_fcgp_sm90_bwd_go_rows(long long rows) { (void)rows; return 0; }

@@ -552,6 +552,55 @@ def test_backward_go_fused(go_fused_kept, alg, batch, n_in, n_out, mode):
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
 
 
+# go_rows two adjacent columns a load (_C._fcgp_sm90_bwd_go_pairs, on by default: go_rows' CW 2)
+# where a CTA of its cluster takes two 32-column tiles (N_out 257 to 512), N_out is even and
+# grad_out and the output are aligned to two elements; one column (CW 1) otherwise or when off. Only
+# the loads differ and the dots are summed in CW 1's order, so the gradients must be bitwise the
+# same under both, from the saved output (the torch op) and from the recomputed o (the C call
+# without out), and within the float64 einsum's tolerance; the profiler's kernel names show which
+# form ran (its last template argument). Shapes: N_out 300 (a CTA's second tile part empty, the
+# cluster's last CTAs without columns) with row tails, two chunks at B 2085 (the second not whole
+# 16-row blocks), N_out 512 (every CTA two whole tiles); N_out 301 (odd: CW 1 under both).
+@pytest.fixture
+def go_pairs_kept(go_fused_kept):
+    yield from _switched(fc._C._fcgp_sm90_bwd_go_pairs, True)
+
+
+def _go_rows_forms(names):
+    """go_rows' CW (its last template argument) of the kernels named."""
+    return {n.split("(")[0].rstrip(">").split(",")[-1].strip() for n in names if "go_rows<" in n}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch,n_in,n_out", [
+    pytest.param(70, 40, 300, id="B70-40-300"),
+    pytest.param(2085, 32, 512, id="B2085-32-512"),
+    pytest.param(37, 24, 301, id="B37-24-301"),
+])
+@pytest.mark.parametrize("alg", ALGS)
+def test_backward_go_pairs(go_pairs_kept, alg, batch, n_in, n_out, mode):
+    x, y, w, g, precision, prec, out, norms, s = _normalized_forward(
+        alg, batch, n_in, n_out, mode, f"sm90-go-pairs/{alg.name}/{batch}/{n_out}/{mode}")
+    assert fc._C._fcgp_sm90_bwd_go_fused(1) == 1  # the one pass, go_rows
+
+    def run(pairs):
+        assert fc._C._fcgp_sm90_bwd_go_pairs(pairs) == pairs
+        found = {}
+
+        def both():
+            from_o = fc._C.fcgp_backward(g, x, y, w, alg.id, True, prec, norms=norms, stream=s)
+            found["grads"] = _grads(alg, x, y, w, g, precision), [torch.from_dlpack(t) for t in from_o]
+
+        return found, _go_rows_forms(_kernel_names(both))
+
+    (paired, forms_on), (single, forms_off) = run(True), run(False)
+    assert forms_off == {"1"}
+    assert forms_on == ({"1"} if n_out % 2 else {"2"})
+    for got, want in zip(paired["grads"], single["grads"], strict=True):
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    for found in paired["grads"]:
+        assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
+
 # The backward's kernels as one programmatic chain (_C._fcgp_sm90_bwd_pdl, on by default; pdl.cuh):
 # xg^T's transpose and the norm's statistics of a chunk may run beside the chunk before's gz, every
 # other kernel waits for the one before it. The same kernels do the same arithmetic either way, so

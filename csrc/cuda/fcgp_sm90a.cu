@@ -232,11 +232,12 @@ int gw_pseq_setting() { return env_choice(g_gw_pseq, "FLASHCLIFFORD_FCGP_GW_PSEQ
 void set_gw_pseq(int mode) { g_gw_pseq.store(mode >= 1 && mode <= 3 ? mode : 0); }
 namespace {
 std::atomic<int> g_go_pairs{-1}; /* FLASHCLIFFORD_FCGP_BWD_GO_PAIRS: "0" one column a thread */
-/* The two-pass go^T two columns a thread (go_transpose's CW 2) where N_out is even and the arrays
- * aligned (on, the default), or one column everywhere: FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0 at start-up
- * (measurements). The same bits either way. */
-bool go_pairs_setting() { return switch_state(g_go_pairs, "FLASHCLIFFORD_FCGP_BWD_GO_PAIRS", 1); }
 } // namespace
+/* go^T two columns a thread (go_transpose's CW 2) or a load (go_rows' CW 2) where N_out is even and
+ * the arrays aligned (on, the default), or one column everywhere: FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0
+ * at start-up or set_go_pairs (measurements, tests). The same bits either way. */
+bool go_pairs_setting() { return switch_state(g_go_pairs, "FLASHCLIFFORD_FCGP_BWD_GO_PAIRS", 1); }
+void set_go_pairs(bool on) { g_go_pairs.store(on ? 1 : 0); }
 namespace {
 std::atomic<int> g_fwd_pdl{-1}; /* FLASHCLIFFORD_FCGP_FWD_PDL: "0" plain stream order */
 }
@@ -1012,6 +1013,11 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
         got_store<MODE, D, ROWS>(tile[t], got, b0, m0 + 32 * t, Nor, Bp, gcs);
 }
 
+/* two adjacent elements, loaded as one */
+template <class T> struct alignas(2 * sizeof(T)) Run2 {
+    T e[2];
+};
+
 /* go_rows' cluster: kGoRowsCluster CTAs a 16-row block, each at most kGoRowsTiles 32-column tiles
  * of N_out, which it holds in shared memory between the statistics and the transpose; so the one
  * pass takes N_out up to 512 (the two passes any). */
@@ -1031,8 +1037,10 @@ constexpr int go_rows_smem(int D, int tiles) { return 2 * tiles * D * kBatchBloc
  * memory and goes into the panels (got_store). Summing the dots over the whole row first and
  * reading the row back from L2 after (a first form) missed L2: a chunk's rows are more than L2
  * holds and every block reads them at once (NOTES_FCGP.md session 30). grad_out, v: the chunk's
- * first row (components cs apart); rows from `rows` to Bp and columns from N_out to Nor get zeros. */
-template <int ID, int MODE, class Tv, class Tg>
+ * first row (components cs apart); rows from `rows` to Bp and columns from N_out to Nor get zeros.
+ * CW 2 (two adjacent columns a load; only where a CTA takes two tiles, N_out is even and grad_out,
+ * v are aligned to two elements) changes the loads alone, so the result is bitwise CW 1's. */
+template <int ID, int MODE, class Tv, class Tg, int CW>
 __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
     go_rows(const Tv *__restrict__ v, const Tg *__restrict__ gout, const float *__restrict__ norms,
             const float *__restrict__ partial, int nparts, bool from_out, int64_t Btot, int64_t b0g,
@@ -1087,7 +1095,56 @@ __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
             dot[h][g] += gv[slot][a] * vv[slot][a];
         });
     };
-    if constexpr (GATHER) {
+    if constexpr (CW == 2) {
+        /* thread tx loads columns 2 tx, 2 tx + 1 of the CTA's two tiles (tile tx / 16) as one
+         * 2-element load a component and array, every row of a round in flight together (both
+         * rows where that is at most 128 bytes a thread), so a warp moves twice the bytes a load
+         * of CW 1's and at D 8 has them in flight at once, where CW 1 waited for each row's 16
+         * loads (at bf16, D 8: go_rows' 85 us over two chunks was 39% of the copy bandwidth at
+         * B 4096, N 512; NOTES_FCGP.md session 54). The values go to shared memory as loaded;
+         * the dots are then summed from there in CW 1's order, so the bits are CW 1's. */
+        static_assert(kGoRowsTiles == 2, "a CTA's two tiles are 64 adjacent columns");
+        constexpr int WIDE = sizeof(Tv) > sizeof(Tg) ? sizeof(Tv) : sizeof(Tg);
+        constexpr int HR = D * 2 * 2 * WIDE * 2 <= 128 ? 2 : 1; /* rows a round */
+        const int i = tx / 16, col = 2 * (tx % 16);
+        const int64_t m = (c0 + i) * 32 + col; /* even, so m + 1 < No with m */
+        for (int h0 = 0; h0 < 2; h0 += HR) {
+            Run2<Tg> gr[HR][D];
+            Run2<Tv> vr[HR][D];
+#pragma unroll
+            for (int hh = 0; hh < HR; ++hh) {
+                const int64_t b = r0 + ty + WARPS * (h0 + hh);
+                const bool in = i < nt && b < rows && m < No;
+#pragma unroll
+                for (int a = 0; a < D; ++a) {
+                    gr[hh][a] = in ? *(const Run2<Tg> *)(gout + a * cs + b * No + m) : Run2<Tg>{};
+                    vr[hh][a] = in ? *(const Run2<Tv> *)(v + a * cs + b * No + m) : Run2<Tv>{};
+                }
+            }
+            if (i < nt)
+#pragma unroll
+                for (int hh = 0; hh < HR; ++hh) {
+                    const int row = ty + WARPS * (h0 + hh);
+#pragma unroll
+                    for (int a = 0; a < D; ++a)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            gs[i][a][row][col + e] = load<Tg>(gr[hh][a].e[e]);
+                            vs[i][a][row][col + e] = load<Tv>(vr[hh][a].e[e]);
+                        }
+                }
+        }
+        __syncthreads(); /* each thread's dots read the columns another loaded */
+        for (int i = 0; i < nt; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = ty + WARPS * h;
+                static_for<D>([&](auto ac) {
+                    constexpr int a = decltype(ac)::value, g = A::table.grade[a];
+                    dot[h][g] += gs[i][a][row][tx] * vs[i][a][row][tx];
+                });
+            }
+    } else if constexpr (GATHER) {
 #pragma unroll
         for (int i = 0; i < kGoRowsTiles; ++i)
 #pragma unroll
@@ -1277,11 +1334,16 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
         if (fused) {
             s = by_v([&](auto vt) -> fc_status {
                 using Tv = typename decltype(vt)::type;
-                auto k = go_rows<ID, MODE, Tv, Tio>;
+                const Tv *vc = (const Tv *)in.v + b0 * No;
                 const int per = (int)cdiv(cdiv(No, 32), kGoRowsCluster), smem = go_rows_smem(D, per);
+                /* two columns a load where a CTA takes two tiles and the arrays allow (CW 2) */
+                auto al2 = [](const void *q, size_t e) { return (uintptr_t)q % (2 * e) == 0; };
+                const bool pairs = per == kGoRowsTiles && No % 2 == 0 && al2(gout, sizeof(Tio)) &&
+                                   al2(vc, sizeof(Tv)) && go_pairs_setting();
+                auto k = pairs ? go_rows<ID, MODE, Tv, Tio, 2> : go_rows<ID, MODE, Tv, Tio, 1>;
                 FC_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
                 FC_CUDA_CHECK(pdl::launch(chain.next(), k, dim3((unsigned)(Bp / kBlockRows * kGoRowsCluster)),
-                                          dim3(256), (size_t)smem, st, (const Tv *)in.v + b0 * No, gout, in.norms,
+                                          dim3(256), (size_t)smem, st, vc, gout, in.norms,
                                           in.partial, in.nparts, in.from_out, B, b0, got, rows, No, Bp, cs, gcs, per,
                                           c == 0));
                 FC_LAUNCH_CHECK(st);
@@ -1437,6 +1499,10 @@ int fc_fcgp_sm90_fwd_wbulk_switch(int on)
     return toggle(on, fc::fcgp::sm90::set_fwd_w_bulk, fc::fcgp::sm90::fwd_w_bulk);
 }
 int fc_fcgp_sm90_bwd_pdl_switch(int on) { return toggle(on, fc::fcgp::sm90::set_bwd_pdl, fc::fcgp::sm90::bwd_pdl); }
+int fc_fcgp_sm90_bwd_go_pairs_switch(int on)
+{
+    return toggle(on, fc::fcgp::sm90::set_go_pairs, fc::fcgp::sm90::go_pairs_setting);
+}
 int fc_fcgp_sm90_gw_pseq(int mode)
 {
     if (mode >= 0)

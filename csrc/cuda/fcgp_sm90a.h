@@ -135,6 +135,11 @@ void set_go_rows(long long rows);
  * fc_fcgp_sm90_bwd_pdl_switch): bitwise the same result either way. */
 bool bwd_pdl();
 void set_bwd_pdl(bool on);
+/* Whether go^T's passes move two columns a thread or load where N_out and the arrays allow
+ * (go_transpose's and go_rows' CW 2; FLASHCLIFFORD_FCGP_BWD_GO_PAIRS; fc_fcgp_sm90_bwd_go_pairs_switch):
+ * bitwise the same result either way. */
+bool go_pairs_setting();
+void set_go_pairs(bool on);
 /* How the weight gradient is tiled: 0 by the rule, 1 one path a tile where the shapes allow
  * (gw_pseq_kernel), 2 by path groups (gw_tma_kernel); FLASHCLIFFORD_FCGP_GW_PSEQ;
  * fc_fcgp_sm90_gw_pseq. */

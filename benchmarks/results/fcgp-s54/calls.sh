@@ -19,6 +19,9 @@
 #   E: (D: cases 11 and 13 drew racecheck's known reports on gw_pseq_kernel's bulk copies, every
 #      one a bulk_load write against an LDS read, as in session 43's lab) cases 11 and 13 again
 #      with gw_pseq_kernel left out, as gpu_check.sh's racecheck does.
+#   F: go_rows two columns a load (CW 2; FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0 turns it off): the
+#      backward and its kernels under both, alternating, and the one pass at Cl(2,0) bf16; its
+#      registers (cuobjdump); the go_rows tests (go_pairs, go_fused, pdl_chain).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -69,6 +72,14 @@ E)
         bash benchmarks/fcgp_hang_check.sh 2>&1 | tail -n 5
     pack
     ;;
+F)
+    begin
+    room 90 "A/B" && SETTINGS="base;FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0;base;FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0;FLASHCLIFFORD_FCGP_BWD_GO_FUSED=1" \
+        PARTS_S=25 timeout 150 bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "===|backward  |go_rows|go_transpose|norm_stats"
+    cuobjdump -res-usage flashclifford/_C*.so 2>/dev/null | grep -A1 "go_rows" | grep -oE "REG:[0-9]+|STACK:[0-9]+|LOCAL:[0-9]+" | paste -sd' ' | head -c 400; echo
+    room 60 "go_rows tests" && tests_in go_rows "" tests/test_gpu_fcgp_sm90.py -k "go_pairs or go_fused or pdl_chain"
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C | D | E"; exit 2 ;;
+    echo "usage: $0 A | B | C | D | E | F"; exit 2 ;;
 esac
