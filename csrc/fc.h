@@ -135,8 +135,8 @@ long long fc_fcgp_sm90_bwd_go_rows(long long rows);
 /* Whether the Hopper FCGP backward chains its kernels by programmatic dependent launch (the same
  * convention; initially on unless FLASHCLIFFORD_FCGP_BWD_PDL == "0"; off: plain stream order). */
 int fc_fcgp_sm90_bwd_pdl_switch(int on);
-/* Whether the Hopper FCGP backward's go^T passes move two columns a thread or load where N_out is
- * even and the arrays aligned (the same convention; initially on unless
+/* Whether the Hopper FCGP backward's go^T passes move two columns a thread or load (go_rows: at
+ * D 8) where N_out is even and the arrays aligned (the same convention; initially on unless
  * FLASHCLIFFORD_FCGP_BWD_GO_PAIRS == "0"): bitwise the same result either way. */
 int fc_fcgp_sm90_bwd_go_pairs_switch(int on);
 /* How the Hopper FCGP weight gradient is tiled: mode >= 0 sets it (0 by the rule, today the same

@@ -330,8 +330,8 @@ static PyMethodDef module_methods[] = {
      "measurements."},
     {"_fcgp_sm90_bwd_go_pairs", fcgp_sm90_bwd_go_pairs, METH_VARARGS,
      "_fcgp_sm90_bwd_go_pairs(on=None)\n--\n\n"
-     "Whether the Hopper FCGP backward's go^T passes (the two-pass transpose and the one-pass go_rows) move "
-     "two adjacent columns a thread or load where N_out is even and grad_out and the output are aligned to "
+     "Whether the Hopper FCGP backward's go^T passes (the two-pass transpose, and the one-pass go_rows at D = 8) "
+     "move two adjacent columns a thread or load where N_out is even and grad_out and the output are aligned to "
      "two elements (on unless FLASHCLIFFORD_FCGP_BWD_GO_PAIRS=0 at start-up; off: one column, bitwise the "
      "same result): None leaves it, True/False sets it; returns its state. Process-wide; for tests and "
      "measurements."},

@@ -1038,8 +1038,8 @@ constexpr int go_rows_smem(int D, int tiles) { return 2 * tiles * D * kBatchBloc
  * reading the row back from L2 after (a first form) missed L2: a chunk's rows are more than L2
  * holds and every block reads them at once (NOTES_FCGP.md session 30). grad_out, v: the chunk's
  * first row (components cs apart); rows from `rows` to Bp and columns from N_out to Nor get zeros.
- * CW 2 (two adjacent columns a load; only where a CTA takes two tiles, N_out is even and grad_out,
- * v are aligned to two elements) changes the loads alone, so the result is bitwise CW 1's. */
+ * CW 2 (two adjacent columns a load; at D 8, where a CTA takes two tiles, N_out is even and
+ * grad_out, v are aligned to two elements) changes the loads alone, so the result is bitwise CW 1's. */
 template <int ID, int MODE, class Tv, class Tg, int CW>
 __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
     go_rows(const Tv *__restrict__ v, const Tg *__restrict__ gout, const float *__restrict__ norms,
@@ -1101,8 +1101,9 @@ __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
          * rows where that is at most 128 bytes a thread), so a warp moves twice the bytes a load
          * of CW 1's and at D 8 has them in flight at once, where CW 1 waited for each row's 16
          * loads (at bf16, D 8: go_rows' 85 us over two chunks was 39% of the copy bandwidth at
-         * B 4096, N 512; NOTES_FCGP.md session 54). The values go to shared memory as loaded;
-         * the dots are then summed from there in CW 1's order, so the bits are CW 1's. */
+         * B 4096, N 512; it took 74 us so, NOTES_FCGP.md session 54). The values go to shared
+         * memory as loaded; the dots are then summed from there in CW 1's order, so the bits are
+         * CW 1's. */
         static_assert(kGoRowsTiles == 2, "a CTA's two tiles are 64 adjacent columns");
         constexpr int WIDE = sizeof(Tv) > sizeof(Tg) ? sizeof(Tv) : sizeof(Tg);
         constexpr int HR = D * 2 * 2 * WIDE * 2 <= 128 ? 2 : 1; /* rows a round */
@@ -1336,11 +1337,18 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 using Tv = typename decltype(vt)::type;
                 const Tv *vc = (const Tv *)in.v + b0 * No;
                 const int per = (int)cdiv(cdiv(No, 32), kGoRowsCluster), smem = go_rows_smem(D, per);
-                /* two columns a load where a CTA takes two tiles and the arrays allow (CW 2) */
+                /* two columns a load (CW 2) at D 8 where a CTA takes two tiles and the arrays allow:
+                 * the backward 607 -> 592 us at Cl(3,0) bf16 (go_rows x2 84 -> 74 us), 1014 -> 997
+                 * Cl(3,0) tf32 (go_rows unchanged); at D 4 it lost (Cl(2,0) tf32 go_rows 59 -> 66 us,
+                 * the backward +5 us), so D 4 keeps CW 1 (H100, B 4096, N 512, NOTES_FCGP.md
+                 * session 54) */
                 auto al2 = [](const void *q, size_t e) { return (uintptr_t)q % (2 * e) == 0; };
-                const bool pairs = per == kGoRowsTiles && No % 2 == 0 && al2(gout, sizeof(Tio)) &&
+                const bool pairs = D == 8 && per == kGoRowsTiles && No % 2 == 0 && al2(gout, sizeof(Tio)) &&
                                    al2(vc, sizeof(Tv)) && go_pairs_setting();
-                auto k = pairs ? go_rows<ID, MODE, Tv, Tio, 2> : go_rows<ID, MODE, Tv, Tio, 1>;
+                auto k = go_rows<ID, MODE, Tv, Tio, 1>;
+                if constexpr (D == 8)
+                    if (pairs)
+                        k = go_rows<ID, MODE, Tv, Tio, 2>;
                 FC_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
                 FC_CUDA_CHECK(pdl::launch(chain.next(), k, dim3((unsigned)(Bp / kBlockRows * kGoRowsCluster)),
                                           dim3(256), (size_t)smem, st, vc, gout, in.norms,

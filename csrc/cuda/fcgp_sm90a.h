@@ -136,8 +136,8 @@ void set_go_rows(long long rows);
 bool bwd_pdl();
 void set_bwd_pdl(bool on);
 /* Whether go^T's passes move two columns a thread or load where N_out and the arrays allow
- * (go_transpose's and go_rows' CW 2; FLASHCLIFFORD_FCGP_BWD_GO_PAIRS; fc_fcgp_sm90_bwd_go_pairs_switch):
- * bitwise the same result either way. */
+ * (go_transpose's CW 2, and go_rows' at D 8; FLASHCLIFFORD_FCGP_BWD_GO_PAIRS;
+ * fc_fcgp_sm90_bwd_go_pairs_switch): bitwise the same result either way. */
 bool go_pairs_setting();
 void set_go_pairs(bool on);
 /* How the weight gradient is tiled: 0 by the rule, 1 one path a tile where the shapes allow
