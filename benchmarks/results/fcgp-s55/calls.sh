@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Session 55's first device call, prepared in session 54 (not run). Kind nvidia-h100-x1; carry
+# [".nvcc_cache.tgz"] (fill it first: benchmarks/nvcc_cache_fill.sh), timeout 600. Run as
+# `bash benchmarks/results/fcgp-s55/calls.sh A 2>&1 | tee $OUT/output_tail.txt`.
+#   A: main with session 54's go_rows rule (two columns a load only at D 8), its first GPU run:
+#      the issue-4 bench alone on the GPU (Cl(3,0) bf16 estimated at about 1.69x three bmm); the
+#      Hopper file's go tests and its whole backward group; memcheck over the Hopper cases.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
+case "${1:-}" in
+A)
+    begin
+    room 110 bench && bench 105
+    room 250 "backward tests" && tests_in sm90_bwd "" tests/test_gpu_fcgp_sm90.py -k backward
+    room 60 memcheck && sanitize memcheck $((END - SECONDS - 10))
+    pack
+    ;;
+*)
+    echo "usage: $0 A"; exit 2 ;;
+esac
