@@ -23,9 +23,17 @@
  *   COPIES false: the producer arrives with no bytes (the loop's own ceiling).
  * pseq_mix: gw_pseq_kernel's first round at Cl(3,0), three-pair units beside one-pair ones that
  * read as many components, against the three-pair units alone.
+ * pseq_ip (session 54, for session 55; `./gw_pseq inplace`): the same units with x, y read in
+ * place at bf16, as a gW without gelu_transpose would (NOTES_FCGP.md session 54): x, y as stored
+ * (D, B, N_in) and the gate product g (B, N_in) come as tensor boxes of 16 batch rows x 64 columns
+ * (128 bytes, the 128-byte swizzle), a grade's three components in one 3-D box, each consumer
+ * warpgroup reading the boxes of its own 64 rows of N_in; the A fragments by ldmatrix.x4.trans
+ * (one a component: rows of N_in, K the batch), a pair sum_terms x_i y_k (HFMA2) times g (HMUL2).
+ * The same flops, 4 KB more a step (g), as many copies. Against pseq_mix's three-pair and one-pair
+ * units on today's layout (xg^T in stage order): what reading in place costs the loop.
  * Build and run (sm_90a):
  *   nvcc -std=c++17 -O3 -Icsrc -gencode=arch=compute_90a,code=sm_90a benchmarks/lab/gw_pseq.cu \
- *       -o gw_pseq && ./gw_pseq [mix]
+ *       -o gw_pseq && ./gw_pseq [mix | inplace]
  */
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +41,8 @@
 
 #include "../../csrc/cuda/common.cuh"
 #include "../../csrc/cuda/fcgp_wgmma.cuh" /* kSplitThreads, the register split */
+#include "../../csrc/cuda/mma_ptx.cuh"    /* ldsm_x4_t */
+#include "../../csrc/cuda/tma.cuh"        /* encode_3d, load_3d */
 #include "../../csrc/cuda/tma_ring.cuh"
 #include "lab_timing.cuh"
 
@@ -246,6 +256,133 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
         __stcg(dst + i * 256 + tid, make_float2(acc[2 * i], acc[2 * i + 1]));
 }
 
+/* In place: a stage holds x's and y's grade boxes (two 64-column halves x 16 rows x 3 components,
+ * 6 KB each), g's (two halves x 16 rows, 2 KB each), then the NQ go^T tiles, as gw_pseq_kernel's
+ * go^T. Units as pseq_mix's: blocks [0, heavy) three-pair units (two terms a pair), the rest
+ * one-pair units (three terms), both reading three x and three y components. */
+constexpr int kIpBox = 16 * 128, kIpX = 2 * 3 * kIpBox, kIpG = 2 * kIpBox, kIpGo = 256 * 32;
+__host__ __device__ constexpr int ip_stage(int nq) { return 2 * kIpX + kIpG + nq * kIpGo; }
+template <int NQ>
+__device__ __forceinline__ void ip_loader(unsigned char *buf, const CUtensorMap *xm, const CUtensorMap *ym,
+                                          const CUtensorMap *gm, const unsigned char *gs, int p, int nb, int m, int k,
+                                          int steps, uint64_t *bar)
+{
+    constexpr int NM = kNo / 256;
+    const int c0 = 1 + p % 2 * 3; /* a grade's three components: 1-3 or 4-6 */
+    tma::mbar_arrive_expect_tx(bar, ip_stage(NQ));
+    for (int h = 0; h < 2; ++h) {
+        tma::load_3d(buf + h * 3 * kIpBox, xm, nb * kRows + 64 * h, 16 * k, c0, bar);
+        tma::load_3d(buf + kIpX + h * 3 * kIpBox, ym, nb * kRows + 64 * h, 16 * k, c0, bar);
+        tma::load_3d(buf + 2 * kIpX + h * kIpBox, gm, nb * kRows + 64 * h, 16 * k, 0, bar);
+    }
+    for (int q = 0; q < NQ; ++q)
+        tma::bulk_load(buf + 2 * kIpX + kIpG + q * kIpGo, gs + (((size_t)comp_g(p, q) * steps + k) * NM + m) * kIpGo,
+                       kIpGo, bar);
+}
+/* this thread's A fragment from one 16-row x 64-column box (128-byte swizzle: 16-byte chunk c of
+ * row b at c ^ (b % 8)): rows 16 warp .. + 15 of the warpgroup's 64 columns of N_in, K the box's 16
+ * batch rows; lane L gives the address of batch row L % 8 + 8 (L / 16), chunk 2 warp + (L / 8) % 2,
+ * so the four matrices are the fragment's a0-a3 */
+__device__ __forceinline__ void ip_frag(uint32_t (&r)[4], uint32_t box, int warp, int lane)
+{
+    const int b = lane % 8 + 8 * (lane / 16), c = 2 * warp + (lane / 8) % 2;
+    ldsm_x4_t(r, box + b * 128 + ((c ^ (b % 8)) * 16));
+}
+template <int NQ, int TERMS, int ST>
+__device__ __forceinline__ void ip_unit(tma::Ring<ST> &ring, unsigned char *smem, int steps, int wgi, int warp,
+                                        int lane, float (&acc)[128])
+{
+    constexpr int STAGE = ip_stage(3);
+    auto mul = [](uint32_t u, uint32_t v) {
+        const __nv_bfloat162 h = __hmul2(*(const __nv_bfloat162 *)&u, *(const __nv_bfloat162 *)&v);
+        return *(const uint32_t *)&h;
+    };
+    auto fma2 = [](uint32_t u, uint32_t v, uint32_t w) {
+        const __nv_bfloat162 h =
+            __hfma2(*(const __nv_bfloat162 *)&u, *(const __nv_bfloat162 *)&v, *(const __nv_bfloat162 *)&w);
+        return *(const uint32_t *)&h;
+    };
+    ring.consume_fed(0, steps, [&](int s) {
+        const unsigned char *buf = smem + (s % ST) * STAGE;
+        const uint32_t base = smem_u32(buf) + wgi * 3 * kIpBox; /* this warpgroup's half */
+        uint32_t x[3][4], y[3][4], gf[4];
+        for (int c = 0; c < 3; ++c) {
+            ip_frag(x[c], base + c * kIpBox, warp, lane);
+            ip_frag(y[c], base + kIpX + c * kIpBox, warp, lane);
+        }
+        ip_frag(gf, smem_u32(buf) + 2 * kIpX + wgi * kIpBox, warp, lane);
+        uint32_t a[NQ][4];
+        static_for<NQ>([&](auto qq) {
+            constexpr int q = decltype(qq)::value;
+            for (int e = 0; e < 4; ++e)
+                a[q][e] = 0;
+            static_for<TERMS>([&](auto uu) {
+                constexpr int i = (q + decltype(uu)::value) % 3, k = (q + 2 * decltype(uu)::value) % 3;
+                for (int e = 0; e < 4; ++e)
+                    a[q][e] = fma2(x[i][e], y[k][e], a[q][e]);
+            });
+            for (int e = 0; e < 4; ++e)
+                a[q][e] = mul(a[q][e], gf[e]);
+        });
+        wg::fence();
+        static_for<NQ>([&](auto qq) {
+            constexpr int q = decltype(qq)::value;
+            const uint32_t go = smem_u32(buf + 2 * kIpX + kIpG + q * kIpGo);
+            wg::MmaRS<kBF16, 256>::run(acc, a[q], wg::desc_kmajor_swz<32>(go), 1);
+        });
+        wg::commit();
+        wg::wait<0>();
+        wg::fence_operands(a);
+    });
+}
+__global__ void __launch_bounds__(kSplitThreads, 1)
+    pseq_ip(const __grid_constant__ CUtensorMap xm, const __grid_constant__ CUtensorMap ym,
+            const __grid_constant__ CUtensorMap gm, const unsigned char *gs, float *out, int steps, int heavy)
+{
+    constexpr int ST = 4, STAGE = ip_stage(3);
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32;
+    tma::Ring<ST> ring((uint64_t *)(smem + ST * STAGE), steps, 2);
+    const bool hv = (int)blockIdx.x < heavy;
+    int p, nb, m;
+    unit_of<256>(blockIdx.x, p, nb, m);
+    if (wgi == 2) {
+        wg::setmaxnreg_dec<kProducerRegs>();
+        if (tid == 256)
+            ring.produce([&](int s, uint64_t *bar) {
+                unsigned char *buf = smem + (s % ST) * STAGE;
+                if (hv)
+                    ip_loader<3>(buf, &xm, &ym, &gm, gs, p, nb, m, s, steps, bar);
+                else
+                    ip_loader<1>(buf, &xm, &ym, &gm, gs, p, nb, m, s, steps, bar);
+            });
+        return;
+    }
+    wg::setmaxnreg_inc<kConsumerRegs>();
+    float acc[128];
+    zero_all(acc);
+    if (hv)
+        ip_unit<3, 2, ST>(ring, smem, steps, wgi, warp, tid % 32, acc);
+    else
+        ip_unit<1, 3, ST>(ring, smem, steps, wgi, warp, tid % 32, acc);
+    wg::fence_operands(acc);
+    float2 *dst = (float2 *)(out + (size_t)blockIdx.x * kRows * 256);
+#pragma unroll
+    for (int i = 0; i < 64; ++i)
+        __stcg(dst + i * 256 + tid, make_float2(acc[2 * i], acc[2 * i + 1]));
+}
+void run_ip(const char *what, const CUtensorMap &xm, const CUtensorMap &ym, const CUtensorMap &gm,
+            const unsigned char *gs, float *out, int grid, int heavy, int steps)
+{
+    constexpr int SMEM = 4 * ip_stage(3) + 1024 + 64;
+    CK(cudaFuncSetAttribute(pseq_ip, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+    const float best = best_ms([&] { pseq_ip<<<grid, kSplitThreads, SMEM>>>(xm, ym, gm, gs, out, steps, heavy); });
+    const double flops = 2.0 * 3 * kRows * 256 * 16.0 * steps * heavy;
+    printf("%-44s %3d blocks, %3d three-pair: %8.1f us  the three-pair blocks at %6.1f TF/s\n", what, grid, heavy,
+           best * 1e3, flops / best / 1e9);
+}
+
 /* grid blocks, the first `heavy` of them three-pair units: the time and the heavy blocks' rate */
 void run_mix(const char *what, const unsigned char *xs, const unsigned char *ys, const unsigned char *gs, float *out,
              int grid, int heavy, int steps)
@@ -292,6 +429,45 @@ int main(int argc, char **argv)
     CK(cudaMemset(gs, 0x3c, gb));
     printf("gW one path a tile (128 rows x NT), bf16, %d blocks x %d units x %d sub-steps of 16\n", sms, rounds, steps);
     const bool mix_only = argc > 1 && strcmp(argv[1], "mix") == 0;
+    if (argc > 1 && strcmp(argv[1], "inplace") == 0) { /* pseq_ip against pseq_mix, random values */
+        const size_t xyn = (size_t)kD * steps * 16 * kNi; /* x, y as stored: (D, B, N_in) bf16 */
+        __nv_bfloat16 *xn, *yn, *gn;
+        CK(cudaMalloc(&xn, xyn * 2));
+        CK(cudaMalloc(&yn, xyn * 2));
+        CK(cudaMalloc(&gn, xyn * 2 / kD));
+        fill_random<<<1024, 256>>>((__nv_bfloat16 *)xs, xy / 2, 1u);
+        fill_random<<<1024, 256>>>((__nv_bfloat16 *)ys, xy / 2, 2u);
+        fill_random<<<1024, 256>>>((__nv_bfloat16 *)gs, gb / 2, 3u);
+        fill_random<<<1024, 256>>>(xn, xyn, 4u);
+        fill_random<<<1024, 256>>>(yn, xyn, 5u);
+        fill_random<<<1024, 256>>>(gn, xyn / kD, 6u);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        CUtensorMap xm, ym, gm;
+        const uint64_t rows = (uint64_t)steps * 16;
+        const CUtensorMapSwizzle sw = CU_TENSOR_MAP_SWIZZLE_128B;
+        const CUtensorMapDataType bf = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+        if (tma::encode_3d(&xm, xn, bf, 2, kNi, rows, kD, 64, 16, 3, sw) != CUDA_SUCCESS ||
+            tma::encode_3d(&ym, yn, bf, 2, kNi, rows, kD, 64, 16, 3, sw) != CUDA_SUCCESS ||
+            tma::encode_3d(&gm, gn, bf, 2, kNi, rows, 1, 64, 16, 1, sw) != CUDA_SUCCESS) {
+            printf("tensor map encoding failed\n");
+            return 1;
+        }
+        printf("in place (x, y, g as stored, tensor boxes, ldmatrix.trans) against xg^T in stage order:\n");
+        for (int rep = 0; rep < 2; ++rep) {
+            run_mix("xg^T: all three-pair units", xs, ys, gs, out, sms, sms, steps);
+            run_ip("in place: all three-pair units", xm, ym, gm, gs, out, sms, sms, steps);
+            run_mix("xg^T: all one-pair units", xs, ys, gs, out, sms, 0, steps);
+            run_ip("in place: all one-pair units", xm, ym, gm, gs, out, sms, 0, steps);
+            run_mix("xg^T: Cl(3,0)'s first round (96 + 36)", xs, ys, gs, out, sms, sms * 96 / 132, steps);
+            run_ip("in place: Cl(3,0)'s first round", xm, ym, gm, gs, out, sms, sms * 96 / 132, steps);
+        }
+        CK(cudaFree(xn));
+        CK(cudaFree(yn));
+        CK(cudaFree(gn));
+        return 0;
+    }
+
     for (int data = mix_only ? 1 : 0; data < 2; ++data) {
         if (data == 1) { /* the same shapes on random values */
             fill_random<<<1024, 256>>>((__nv_bfloat16 *)xs, xy / 2, 1u);

@@ -3,8 +3,11 @@
 # [".nvcc_cache.tgz"] (fill it first: benchmarks/nvcc_cache_fill.sh), timeout 600. Run as
 # `bash benchmarks/results/fcgp-s55/calls.sh A 2>&1 | tee $OUT/output_tail.txt`.
 #   A: main with session 54's go_rows rule (two columns a load only at D 8), its first GPU run:
-#      the issue-4 bench alone on the GPU (Cl(3,0) bf16 estimated at about 1.69x three bmm); the
-#      Hopper file's go tests and its whole backward group; memcheck over the Hopper cases.
+#      the issue-4 bench alone on the GPU (Cl(3,0) bf16 estimated at about 1.69x three bmm);
+#      benchmarks/lab/gw_pseq.cu's in-place mode (session 54): the one-path gW loop reading x, y and
+#      the gate product as stored (tensor boxes, ldmatrix.trans) against today's xg^T in stage
+#      order; the Hopper file's backward group (the go tests among them); memcheck over the Hopper
+#      cases for the time left.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -12,6 +15,7 @@ case "${1:-}" in
 A)
     begin
     room 110 bench && bench 105
+    room 60 "in-place lab" && lab_build gw_pseq && timeout 40 "$T/gw_pseq" inplace 2>&1 | tee "$R/gw_pseq_inplace.txt"
     room 250 "backward tests" && tests_in sm90_bwd "" tests/test_gpu_fcgp_sm90.py -k backward
     room 60 memcheck && sanitize memcheck $((END - SECONDS - 10))
     pack
