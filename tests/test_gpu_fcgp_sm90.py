@@ -603,6 +603,7 @@ def test_backward_go_pairs(go_pairs_kept, alg, batch, n_in, n_out, mode):
     for found in paired["grads"]:
         assert_fcgp([None, *found], x, y, w, g, alg, True, mode)
 
+
 # The backward's kernels as one programmatic chain (_C._fcgp_sm90_bwd_pdl, on by default; pdl.cuh):
 # xg^T's transpose and the norm's statistics of a chunk may run beside the chunk before's gz, every
 # other kernel waits for the one before it. The same kernels do the same arithmetic either way, so

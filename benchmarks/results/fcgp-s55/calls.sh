@@ -8,6 +8,10 @@
 #      the gate product as stored (tensor boxes, ldmatrix.trans) against today's xg^T in stage
 #      order; the Hopper file's backward group (the go tests among them); memcheck over the Hopper
 #      cases for the time left.
+#   B: (with branch s54-gw-inplace checked out here and its objects filled into .nvcc_cache.tgz)
+#      the in-place bf16 gW: its tests and the backward's chunked, chain and scratch tests; the
+#      backward under FLASHCLIFFORD_FCGP_GW_INPLACE 0 and 1, alternating; the issue-4 bench under 1;
+#      memcheck over the Hopper cases under 1.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -20,6 +24,16 @@ A)
     room 60 memcheck && sanitize memcheck $((END - SECONDS - 10))
     pack
     ;;
+B)
+    begin
+    room 150 "in-place tests" && tests_in gw_inplace "" tests/test_gpu_fcgp_sm90.py \
+        -k "gw_inplace or chunked or pdl_chain or grads_as_scratch"
+    room 90 "A/B" && SETTINGS="base;FLASHCLIFFORD_FCGP_GW_INPLACE=1;base;FLASHCLIFFORD_FCGP_GW_INPLACE=1" PARTS_S=25 \
+        timeout 150 bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "===|backward  |gw_pseq|gelu_t|gate_product"
+    room 110 bench && FLASHCLIFFORD_FCGP_GW_INPLACE=1 bench 105
+    room 60 memcheck && FLASHCLIFFORD_FCGP_GW_INPLACE=1 sanitize memcheck $((END - SECONDS - 10))
+    pack
+    ;;
 *)
-    echo "usage: $0 A"; exit 2 ;;
+    echo "usage: $0 A | B"; exit 2 ;;
 esac
