@@ -180,34 +180,42 @@ __device__ __forceinline__ void mix_loader(unsigned char *buf, const unsigned ch
     for (int q = 0; q < NQ; ++q)
         tma::bulk_load(buf + 6 * kXT + q * GT, gs + (((size_t)comp_g(p, q) * steps + k) * NM + m) * GT, GT, bar);
 }
+/* a pair's A fragment (registers a0-a3) of NQ pairs: sum over TERMS terms of x_i y_k (bf16 HFMA2),
+ * synthetic components i, k of three */
+template <int NQ, int TERMS>
+__device__ __forceinline__ void lab_pairs(uint32_t (&a)[NQ][4], const uint32_t (&x)[3][4], const uint32_t (&y)[3][4])
+{
+    auto fma2 = [](uint32_t u, uint32_t v, uint32_t w) {
+        const __nv_bfloat162 h =
+            __hfma2(*(const __nv_bfloat162 *)&u, *(const __nv_bfloat162 *)&v, *(const __nv_bfloat162 *)&w);
+        return *(const uint32_t *)&h;
+    };
+    static_for<NQ>([&](auto qq) {
+        constexpr int q = decltype(qq)::value;
+        for (int e = 0; e < 4; ++e)
+            a[q][e] = 0;
+        static_for<TERMS>([&](auto uu) {
+            constexpr int i = (q + decltype(uu)::value) % 3, k = (q + 2 * decltype(uu)::value) % 3;
+            for (int e = 0; e < 4; ++e)
+                a[q][e] = fma2(x[i][e], y[k][e], a[q][e]);
+        });
+    });
+}
 template <int NQ, int TERMS, int ST>
 __device__ __forceinline__ void mix_unit(tma::Ring<ST> &ring, unsigned char *smem, int stage, int steps, int r0, int t,
                                          float (&acc)[128])
 {
     ring.consume_fed(0, steps, [&](int s) {
         const unsigned char *buf = smem + (s % ST) * stage;
-        uint2 x[3][2], y[3][2];
+        uint32_t x[3][4], y[3][4]; /* a0-a3: rows r0, r0 + 8 of columns 8t .. 8t + 7 (bytes), halves */
         for (int c = 0; c < 3; ++c)
             for (int h = 0; h < 2; ++h) {
-                x[c][h] = *(const uint2 *)(buf + c * kXT + (r0 + 8 * h) * 32 + 8 * t);
-                y[c][h] = *(const uint2 *)(buf + (3 + c) * kXT + (r0 + 8 * h) * 32 + 8 * t);
+                const uint2 xv = *(const uint2 *)(buf + c * kXT + (r0 + 8 * h) * 32 + 8 * t);
+                const uint2 yv = *(const uint2 *)(buf + (3 + c) * kXT + (r0 + 8 * h) * 32 + 8 * t);
+                x[c][h] = xv.x, x[c][2 + h] = xv.y, y[c][h] = yv.x, y[c][2 + h] = yv.y;
             }
-        auto fma2 = [](uint32_t u, uint32_t v, uint32_t w) {
-            const __nv_bfloat162 h = __hfma2(*(const __nv_bfloat162 *)&u, *(const __nv_bfloat162 *)&v,
-                                             *(const __nv_bfloat162 *)&w);
-            return *(const uint32_t *)&h;
-        };
         uint32_t a[NQ][4];
-        static_for<NQ>([&](auto qq) {
-            constexpr int q = decltype(qq)::value;
-            for (int e = 0; e < 4; ++e)
-                a[q][e] = 0;
-            static_for<TERMS>([&](auto uu) {
-                constexpr int i = (q + decltype(uu)::value) % 3, k = (q + 2 * decltype(uu)::value) % 3;
-                a[q][0] = fma2(x[i][0].x, y[k][0].x, a[q][0]), a[q][1] = fma2(x[i][1].x, y[k][1].x, a[q][1]);
-                a[q][2] = fma2(x[i][0].y, y[k][0].y, a[q][2]), a[q][3] = fma2(x[i][1].y, y[k][1].y, a[q][3]);
-            });
-        });
+        lab_pairs<NQ, TERMS>(a, x, y);
         wg::fence();
         static_for<NQ>([&](auto qq) {
             constexpr int q = decltype(qq)::value;
@@ -218,13 +226,15 @@ __device__ __forceinline__ void mix_unit(tma::Ring<ST> &ring, unsigned char *sme
         wg::fence_operands(a);
     });
 }
-__global__ void __launch_bounds__(kSplitThreads, 1)
-    pseq_mix(const unsigned char *xs, const unsigned char *ys, const unsigned char *gs, float *out, int steps, int heavy)
+/* One block of pseq_mix or pseq_ip: one unit of `steps` steps (three-pair if blockIdx.x < heavy)
+ * through a ring of ST stages of STAGE bytes; load(buf, heavy, p, nb, m, step, bar) fills a stage,
+ * unit(ring, smem, heavy, wgi, warp, lane, acc) consumes them; the tile stored as an epilogue would. */
+template <int ST, int STAGE, class Load, class Unit>
+__device__ __forceinline__ void units_block(float *out, int steps, int heavy, Load &&load, Unit &&unit)
 {
-    constexpr int ST = 4, STAGE = 48 * 1024;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
+    const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32;
     tma::Ring<ST> ring((uint64_t *)(smem + ST * STAGE), steps, 2);
     const bool hv = (int)blockIdx.x < heavy;
     int p, nb, m;
@@ -232,28 +242,38 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     if (wgi == 2) {
         wg::setmaxnreg_dec<kProducerRegs>();
         if (tid == 256)
-            ring.produce([&](int s, uint64_t *bar) {
-                unsigned char *buf = smem + (s % ST) * STAGE;
-                if (hv)
-                    mix_loader<3, 2>(buf, xs, ys, gs, p, nb, m, s, steps, bar);
-                else
-                    mix_loader<1, 3>(buf, xs, ys, gs, p, nb, m, s, steps, bar);
-            });
+            ring.produce([&](int s, uint64_t *bar) { load(smem + (s % ST) * STAGE, hv, p, nb, m, s, bar); });
         return;
     }
     wg::setmaxnreg_inc<kConsumerRegs>();
     float acc[128];
     zero_all(acc);
-    const int r0 = 64 * wgi + 16 * warp + g;
-    if (hv)
-        mix_unit<3, 2, ST>(ring, smem, STAGE, steps, r0, t, acc);
-    else
-        mix_unit<1, 3, ST>(ring, smem, STAGE, steps, r0, t, acc);
+    unit(ring, smem, hv, wgi, warp, tid % 32, acc);
     wg::fence_operands(acc);
     float2 *dst = (float2 *)(out + (size_t)blockIdx.x * kRows * 256);
 #pragma unroll
     for (int i = 0; i < 64; ++i)
         __stcg(dst + i * 256 + tid, make_float2(acc[2 * i], acc[2 * i + 1]));
+}
+__global__ void __launch_bounds__(kSplitThreads, 1)
+    pseq_mix(const unsigned char *xs, const unsigned char *ys, const unsigned char *gs, float *out, int steps, int heavy)
+{
+    constexpr int ST = 4, STAGE = 48 * 1024;
+    units_block<ST, STAGE>(
+        out, steps, heavy,
+        [&](unsigned char *buf, bool hv, int p, int nb, int m, int s, uint64_t *bar) {
+            if (hv)
+                mix_loader<3, 2>(buf, xs, ys, gs, p, nb, m, s, steps, bar);
+            else
+                mix_loader<1, 3>(buf, xs, ys, gs, p, nb, m, s, steps, bar);
+        },
+        [&](tma::Ring<ST> &ring, unsigned char *smem, bool hv, int wgi, int warp, int lane, float(&acc)[128]) {
+            const int r0 = 64 * wgi + 16 * warp + lane / 4, t = lane % 4;
+            if (hv)
+                mix_unit<3, 2, ST>(ring, smem, STAGE, steps, r0, t, acc);
+            else
+                mix_unit<1, 3, ST>(ring, smem, STAGE, steps, r0, t, acc);
+        });
 }
 
 /* In place: a stage holds x's and y's grade boxes (two 64-column halves x 16 rows x 3 components,
@@ -297,11 +317,6 @@ __device__ __forceinline__ void ip_unit(tma::Ring<ST> &ring, unsigned char *smem
         const __nv_bfloat162 h = __hmul2(*(const __nv_bfloat162 *)&u, *(const __nv_bfloat162 *)&v);
         return *(const uint32_t *)&h;
     };
-    auto fma2 = [](uint32_t u, uint32_t v, uint32_t w) {
-        const __nv_bfloat162 h =
-            __hfma2(*(const __nv_bfloat162 *)&u, *(const __nv_bfloat162 *)&v, *(const __nv_bfloat162 *)&w);
-        return *(const uint32_t *)&h;
-    };
     ring.consume_fed(0, steps, [&](int s) {
         const unsigned char *buf = smem + (s % ST) * STAGE;
         const uint32_t base = smem_u32(buf) + wgi * 3 * kIpBox; /* this warpgroup's half */
@@ -312,18 +327,10 @@ __device__ __forceinline__ void ip_unit(tma::Ring<ST> &ring, unsigned char *smem
         }
         ip_frag(gf, smem_u32(buf) + 2 * kIpX + wgi * kIpBox, warp, lane);
         uint32_t a[NQ][4];
-        static_for<NQ>([&](auto qq) {
-            constexpr int q = decltype(qq)::value;
-            for (int e = 0; e < 4; ++e)
-                a[q][e] = 0;
-            static_for<TERMS>([&](auto uu) {
-                constexpr int i = (q + decltype(uu)::value) % 3, k = (q + 2 * decltype(uu)::value) % 3;
-                for (int e = 0; e < 4; ++e)
-                    a[q][e] = fma2(x[i][e], y[k][e], a[q][e]);
-            });
+        lab_pairs<NQ, TERMS>(a, x, y);
+        for (int q = 0; q < NQ; ++q) /* times g */
             for (int e = 0; e < 4; ++e)
                 a[q][e] = mul(a[q][e], gf[e]);
-        });
         wg::fence();
         static_for<NQ>([&](auto qq) {
             constexpr int q = decltype(qq)::value;
@@ -340,37 +347,20 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
             const __grid_constant__ CUtensorMap gm, const unsigned char *gs, float *out, int steps, int heavy)
 {
     constexpr int ST = 4, STAGE = ip_stage(3);
-    extern __shared__ __align__(128) unsigned char smem_raw[];
-    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32;
-    tma::Ring<ST> ring((uint64_t *)(smem + ST * STAGE), steps, 2);
-    const bool hv = (int)blockIdx.x < heavy;
-    int p, nb, m;
-    unit_of<256>(blockIdx.x, p, nb, m);
-    if (wgi == 2) {
-        wg::setmaxnreg_dec<kProducerRegs>();
-        if (tid == 256)
-            ring.produce([&](int s, uint64_t *bar) {
-                unsigned char *buf = smem + (s % ST) * STAGE;
-                if (hv)
-                    ip_loader<3>(buf, &xm, &ym, &gm, gs, p, nb, m, s, steps, bar);
-                else
-                    ip_loader<1>(buf, &xm, &ym, &gm, gs, p, nb, m, s, steps, bar);
-            });
-        return;
-    }
-    wg::setmaxnreg_inc<kConsumerRegs>();
-    float acc[128];
-    zero_all(acc);
-    if (hv)
-        ip_unit<3, 2, ST>(ring, smem, steps, wgi, warp, tid % 32, acc);
-    else
-        ip_unit<1, 3, ST>(ring, smem, steps, wgi, warp, tid % 32, acc);
-    wg::fence_operands(acc);
-    float2 *dst = (float2 *)(out + (size_t)blockIdx.x * kRows * 256);
-#pragma unroll
-    for (int i = 0; i < 64; ++i)
-        __stcg(dst + i * 256 + tid, make_float2(acc[2 * i], acc[2 * i + 1]));
+    units_block<ST, STAGE>(
+        out, steps, heavy,
+        [&](unsigned char *buf, bool hv, int p, int nb, int m, int s, uint64_t *bar) {
+            if (hv)
+                ip_loader<3>(buf, &xm, &ym, &gm, gs, p, nb, m, s, steps, bar);
+            else
+                ip_loader<1>(buf, &xm, &ym, &gm, gs, p, nb, m, s, steps, bar);
+        },
+        [&](tma::Ring<ST> &ring, unsigned char *smem, bool hv, int wgi, int warp, int lane, float(&acc)[128]) {
+            if (hv)
+                ip_unit<3, 2, ST>(ring, smem, steps, wgi, warp, lane, acc);
+            else
+                ip_unit<1, 3, ST>(ring, smem, steps, wgi, warp, lane, acc);
+        });
 }
 void run_ip(const char *what, const CUtensorMap &xm, const CUtensorMap &ym, const CUtensorMap &gm,
             const unsigned char *gs, float *out, int grid, int heavy, int steps)
