@@ -554,8 +554,8 @@ def test_backward_go_fused(go_fused_kept, alg, batch, n_in, n_out, mode):
 
 # go_rows two adjacent columns a load (_C._fcgp_sm90_bwd_go_pairs, on by default: go_rows' CW 2) at
 # D 8 (Cl(3,0); D 4 keeps CW 1, which measured faster there), where a CTA of its cluster takes two
-# 32-column tiles (N_out 257 to 512), N_out is even and
-# grad_out and the output are aligned to two elements; one column (CW 1) otherwise or when off. Only
+# 32-column tiles (N_out 257 to 512), N_out is even and grad_out and the output are aligned to two
+# elements; one column (CW 1) otherwise or when off. Only
 # the loads differ and the dots are summed in CW 1's order, so the gradients must be bitwise the
 # same under both, from the saved output (the torch op) and from the recomputed o (the C call
 # without out), and within the float64 einsum's tolerance; the profiler's kernel names show which
