@@ -555,14 +555,13 @@ def test_backward_go_fused(go_fused_kept, alg, batch, n_in, n_out, mode):
 # go_rows two adjacent columns a load (_C._fcgp_sm90_bwd_go_pairs, on by default: go_rows' CW 2) at
 # D 8 (Cl(3,0); D 4 keeps CW 1, which measured faster there), where a CTA of its cluster takes two
 # 32-column tiles (N_out 257 to 512), N_out is even and grad_out and the output are aligned to two
-# elements; one column (CW 1) otherwise or when off. Only
-# the loads differ and the dots are summed in CW 1's order, so the gradients must be bitwise the
-# same under both, from the saved output (the torch op) and from the recomputed o (the C call
-# without out), and within the float64 einsum's tolerance; the profiler's kernel names show which
-# form ran (its last template argument). Shapes: N_out 300 (a CTA's second tile part empty, the
-# cluster's last CTAs without columns) with row tails, two chunks at B 2085 (the second not whole
-# 16-row blocks), N_out 512 (every CTA two whole tiles); N_out 301 (odd: CW 1 under both); at
-# Cl(2,0) CW 1 under both.
+# elements; one column (CW 1) otherwise or when off. Only the loads differ and the dots are summed
+# in CW 1's order, so the gradients must be bitwise the same under both, from the saved output (the
+# torch op) and from the recomputed o (the C call without out), and within the float64 einsum's
+# tolerance; the profiler's kernel names show which form ran (its last template argument). Shapes:
+# N_out 300 (a CTA's second tile part empty, the cluster's last CTAs without columns) with row
+# tails, two chunks at B 2085 (the second not whole 16-row blocks), N_out 512 (every CTA two whole
+# tiles); N_out 301 (odd: CW 1 under both); at Cl(2,0) CW 1 under both.
 @pytest.fixture
 def go_pairs_kept(go_fused_kept):
     yield from _switched(fc._C._fcgp_sm90_bwd_go_pairs, True)
