@@ -284,8 +284,8 @@ def _fwd_kernel_names(fn):
     return {n for n in _kernel_names(fn) if "fwd_tma_kernel" in n}
 
 
-def _groups_of(names):
-    """The component groups (the kernels' last template argument) of forward kernel names."""
+def _last_template_args(names):
+    """The kernels' last template arguments (a forward's component groups, go_rows' columns a load)."""
     return {n.split("(")[0].rstrip(">").split(",")[-1].strip() for n in names}
 
 
@@ -309,7 +309,7 @@ def test_component_groups_agree(sm90_on, mode, normalize):
             for groups, runs in ((1, "1"), (2, "2"), (0, rule)):
                 names = _fwd_kernel_names(
                     lambda g=groups: _forward_layout(True, 1, alg, x, y, w, precision, normalize, groups=g))
-                assert names and _groups_of(names) == {runs}, (groups, names)
+                assert names and _last_template_args(names) == {runs}, (groups, names)
             for wait_us in (100, 0) if normalize else (100,):
                 fc._C._fcgp_sm90_fwd_norm_wait(wait_us)
                 got = _forward_layout(True, 1, alg, x, y, w, precision, normalize, groups=2)
@@ -569,7 +569,7 @@ def go_pairs_kept(go_fused_kept):
 
 def _go_rows_forms(names):
     """go_rows' CW (its last template argument) of the kernels named."""
-    return {n.split("(")[0].rstrip(">").split(",")[-1].strip() for n in names if "go_rows<" in n}
+    return _last_template_args(n for n in names if "go_rows<" in n)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -42,14 +42,16 @@ template <class Tv, class Tg> __host__ __device__ constexpr int stats_run()
     return 16 / (sizeof(Tv) > sizeof(Tg) ? sizeof(Tv) : sizeof(Tg));
 }
 
+/* V adjacent elements as one load (aligned to their size) */
+template <class T, int V> struct alignas(V * sizeof(T)) ElemRun {
+    T e[V];
+};
+
 /* V elements from p (aligned to their size when V > 1), in the compute type */
 template <int V, class T, class C>
 __device__ __forceinline__ void load_run(const T *p, C (&out)[V])
 {
-    struct alignas(V * sizeof(T)) Run {
-        T e[V];
-    };
-    const Run r = *(const Run *)p;
+    const ElemRun<T, V> r = *(const ElemRun<T, V> *)p;
 #pragma unroll
     for (int k = 0; k < V; ++k)
         out[k] = load<T>(r.e[k]);

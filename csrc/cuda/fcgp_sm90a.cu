@@ -1013,11 +1013,6 @@ __global__ void __launch_bounds__(256) go_transpose(const Tv *__restrict__ v, co
         got_store<MODE, D, ROWS>(tile[t], got, b0, m0 + 32 * t, Nor, Bp, gcs);
 }
 
-/* two adjacent elements, loaded as one */
-template <class T> struct alignas(2 * sizeof(T)) Run2 {
-    T e[2];
-};
-
 /* go_rows' cluster: kGoRowsCluster CTAs a 16-row block, each at most kGoRowsTiles 32-column tiles
  * of N_out, which it holds in shared memory between the statistics and the transpose; so the one
  * pass takes N_out up to 512 (the two passes any). */
@@ -1110,16 +1105,16 @@ __global__ void __cluster_dims__(kGoRowsCluster, 1, 1) __launch_bounds__(256, 3)
         const int i = tx / 16, col = 2 * (tx % 16);
         const int64_t m = (c0 + i) * 32 + col; /* even, so m + 1 < No with m */
         for (int h0 = 0; h0 < 2; h0 += HR) {
-            Run2<Tg> gr[HR][D];
-            Run2<Tv> vr[HR][D];
+            ElemRun<Tg, 2> gr[HR][D];
+            ElemRun<Tv, 2> vr[HR][D];
 #pragma unroll
             for (int hh = 0; hh < HR; ++hh) {
                 const int64_t b = r0 + ty + WARPS * (h0 + hh);
                 const bool in = i < nt && b < rows && m < No;
 #pragma unroll
                 for (int a = 0; a < D; ++a) {
-                    gr[hh][a] = in ? *(const Run2<Tg> *)(gout + a * cs + b * No + m) : Run2<Tg>{};
-                    vr[hh][a] = in ? *(const Run2<Tv> *)(v + a * cs + b * No + m) : Run2<Tv>{};
+                    gr[hh][a] = in ? *(const ElemRun<Tg, 2> *)(gout + a * cs + b * No + m) : ElemRun<Tg, 2>{};
+                    vr[hh][a] = in ? *(const ElemRun<Tv, 2> *)(v + a * cs + b * No + m) : ElemRun<Tv, 2>{};
                 }
             }
             if (i < nt)
@@ -1224,6 +1219,10 @@ int64_t go_slice_rows(int64_t Bc)
     const int64_t whole = cdiv(Bc, 32) * 32, n = go_rows_setting();
     return n > 0 ? std::min(whole, cdiv(n, 32) * 32) : whole;
 }
+
+/* Whether p (NULL: nothing to load) is aligned to two elements of e bytes: go^T's passes take two
+ * columns a thread or load where grad_out and v are */
+inline bool aligned2(const void *p, size_t e) { return p == nullptr || (uintptr_t)p % (2 * e) == 0; }
 
 /* a type as a value, to pick a template's instantiation at run time */
 template <class T> struct type_is {
@@ -1342,9 +1341,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                  * Cl(3,0) tf32 (go_rows unchanged); at D 4 it lost (Cl(2,0) tf32 go_rows 59 -> 66 us,
                  * the backward +5 us), so D 4 keeps CW 1 (H100, B 4096, N 512, NOTES_FCGP.md
                  * session 54) */
-                auto al2 = [](const void *q, size_t e) { return (uintptr_t)q % (2 * e) == 0; };
-                const bool pairs = D == 8 && per == kGoRowsTiles && No % 2 == 0 && al2(gout, sizeof(Tio)) &&
-                                   al2(vc, sizeof(Tv)) && go_pairs_setting();
+                const bool pairs = D == 8 && per == kGoRowsTiles && No % 2 == 0 && aligned2(gout, sizeof(Tio)) &&
+                                   aligned2(vc, sizeof(Tv)) && go_pairs_setting();
                 auto k = go_rows<ID, MODE, Tv, Tio, 1>;
                 if constexpr (D == 8)
                     if (pairs)
@@ -1370,8 +1368,7 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                     using Tv = typename decltype(vt)::type;
                     const Tv *vc = in.v ? (const Tv *)in.v + b0 * No : nullptr;
                     /* two columns a thread where N_out is even and grad_out, v 2-element aligned */
-                    auto al2 = [](const void *q, size_t e) { return q == nullptr || (uintptr_t)q % (2 * e) == 0; };
-                    if (No % 2 == 0 && al2(gout, sizeof(Tio)) && al2(vc, sizeof(Tv)) && go_pairs_setting()) {
+                    if (No % 2 == 0 && aligned2(gout, sizeof(Tio)) && aligned2(vc, sizeof(Tv)) && go_pairs_setting()) {
                         const dim3 pgrid((unsigned)cdiv(n, kBatchBlock), (unsigned)cdiv(No, 64));
                         FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, Tv, Tio, 2>, pgrid, dim3(256),
                                                   0, st, vc, gout, stats, got, rows, No, Bp, cs, gcs, r0));
