@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
     const int ring_steps = steps / KK;
-    tma::Ring<ST> ring((uint64_t *)(smem + ST * S::STAGE), rounds * ring_steps, 2);
+    tma::Ring<ST> ring((uint64_t *)(smem + ST * S::STAGE), rounds * ring_steps, kConsumerThreads / 32);
     constexpr int NB = kNi / kRows, NM = kNo / NT;
     if (wgi == 2) { /* the producer: one thread issues every step of every unit */
         wg::setmaxnreg_dec<kProducerRegs>();
@@ -235,7 +235,11 @@ __device__ __forceinline__ void units_block(float *out, int steps, int heavy, Lo
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32;
-    tma::Ring<ST> ring((uint64_t *)(smem + ST * STAGE), steps, 2);
+    /* consume_fed releases a buffer once a warp (8 arrivals); until session 55 this lab made its rings
+     * with a count of 2, so a step completed the empty barrier's phase four times and the producer
+     * passed only if it polled between arrivals: pseq_ip hung, and earlier figures may have run
+     * with buffers refilled early */
+    tma::Ring<ST> ring((uint64_t *)(smem + ST * STAGE), steps, kConsumerThreads / 32);
     const bool hv = (int)blockIdx.x < heavy;
     int p, nb, m;
     unit_of<256>(blockIdx.x, p, nb, m);
@@ -402,6 +406,7 @@ void run(const char *what, const unsigned char *xs, const unsigned char *ys, con
 /* ./gw_pseq [mix]: every shape, or pseq_mix's three runs alone (one to profile) */
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, nullptr, _IOLBF, 0); /* each line out before a hang or a kill */
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));

@@ -11,7 +11,9 @@
 #   B: (with branch s54-gw-inplace checked out here and its objects filled into .nvcc_cache.tgz)
 #      the in-place bf16 gW: its tests and the backward's chunked, chain and scratch tests; the
 #      backward under FLASHCLIFFORD_FCGP_GW_INPLACE 0 and 1, alternating; the issue-4 bench under 1;
-#      memcheck over the Hopper cases under 1.
+#      memcheck over the Hopper cases under 1. Session 55: A's lab printed nothing (its rings counted
+#      2 releases a step where consume_fed gives 8: pseq_ip hung, killed by the timeout with its
+#      output buffered); the lab mended, B runs it after the bench.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -19,7 +21,7 @@ case "${1:-}" in
 A)
     begin
     room 110 bench && bench 105
-    room 60 "in-place lab" && lab_build gw_pseq && timeout 40 "$T/gw_pseq" inplace 2>&1 | tee "$R/gw_pseq_inplace.txt"
+    room 60 "in-place lab" && lab_build gw_pseq && { timeout 40 "$T/gw_pseq" inplace; echo "lab rc $?"; } 2>&1 | tee "$R/gw_pseq_inplace.txt"
     room 250 "backward tests" && tests_in sm90_bwd "" tests/test_gpu_fcgp_sm90.py -k backward
     room 60 memcheck && sanitize memcheck $((END - SECONDS - 10))
     pack
@@ -31,6 +33,7 @@ B)
     room 90 "A/B" && SETTINGS="base;FLASHCLIFFORD_FCGP_GW_INPLACE=1;base;FLASHCLIFFORD_FCGP_GW_INPLACE=1" PARTS_S=25 \
         timeout 150 bash benchmarks/fcgp_ab.sh 2>&1 | grep -E "===|backward  |gw_pseq|gelu_t|gate_product"
     room 110 bench && FLASHCLIFFORD_FCGP_GW_INPLACE=1 bench 105
+    room 70 "in-place lab" && lab_build gw_pseq && { timeout 45 "$T/gw_pseq" inplace; echo "lab rc $?"; } 2>&1 | tee "$R/gw_pseq_inplace.txt"
     room 60 memcheck && FLASHCLIFFORD_FCGP_GW_INPLACE=1 sanitize memcheck $((END - SECONDS - 10))
     pack
     ;;
