@@ -14,6 +14,9 @@
 #      memcheck over the Hopper cases under 1. Session 55: A's lab printed nothing (its rings counted
 #      2 releases a step where consume_fed gives 8: pseq_ip hung, killed by the timeout with its
 #      output buffered); the lab mended, B runs it after the bench.
+#   C: (session 55, after B: the in-place gW did not pay, not merged) the rest of the GPU check on
+#      main's tree (A ran the bench, the Hopper backward tests and memcheck): the Hopper file's
+#      other tests, every other -m gpu file, the SASS check, synccheck and initcheck.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -37,6 +40,21 @@ B)
     room 60 memcheck && FLASHCLIFFORD_FCGP_GW_INPLACE=1 sanitize memcheck $((END - SECONDS - 10))
     pack
     ;;
+C)
+    begin
+    (STAGES=sass timeout $((END - SECONDS - 15)) bash tests/gpu_check.sh >"$R/sass.txt" 2>&1) &
+    room 250 "the rest of the suite" && {
+        tests_in sm90_fwd "" tests/test_gpu_fcgp_sm90.py -k "not backward" &
+        tests_in fcgp_gate_streams "" tests/test_gpu_fcgp.py tests/test_gpu_gate.py tests/test_gpu_streams.py &
+        tests_in sgp_rest "" tests/test_gpu_sgp.py tests/test_gpu_reliability.py tests/test_nn.py \
+            tests/test_threads.py tests/test_dlpack.py tests/test_errors.py &
+        wait
+    }
+    wait
+    tail -n 8 "$R/sass.txt"
+    room 60 "synccheck, initcheck" && sanitize "synccheck initcheck" $((END - SECONDS - 10))
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
