@@ -35,6 +35,9 @@ SMALL += [(n, dt, prec, 70, 128, 256)
 # 12-13: the same kernel at 512 x 512 (66 steps; on 132 SMs Cl(2,0)'s 80 units in one round of
 # weighted segments, Cl(3,0)'s 160 whole, each to the least-loaded block: fcgp_gw_sched.h, PseqSched)
 SMALL += [(n, torch.bfloat16, "highest", 1043, 512, 512) for n in (2, 3)]
+# 14: Cl(3,0) tf32 at 512 x 512: go_rows' two-column loads (session 54's CW 2, N_out 257 to 512 at
+# D 8) with fp32 data, one row at a time (case 13 takes its bf16 form, both rows in flight)
+SMALL += [(3, torch.float32, "tf32", 1043, 512, 512)]
 PSEQ_CASES = range(PSEQ_START, len(SMALL))
 
 

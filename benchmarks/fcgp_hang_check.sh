@@ -5,7 +5,7 @@
 #   ITERS=1000 LOOP_S=90 CASE_S=150 bash benchmarks/fcgp_hang_check.sh
 # LOOPS=0 skips the loops, RACECHECK=0 the racecheck runs; CASES="2 3 6 7" racechecks only those
 # small cases (default all eight). RACE_ARGS adds compute-sanitizer options, e.g.
-# RACE_ARGS="--kernel-name-exclude kns=gw_pseq_kernel" for cases 8-13: racecheck does not order
+# RACE_ARGS="--kernel-name-exclude kns=gw_pseq_kernel" for cases 8-14: racecheck does not order
 # gw_pseq_kernel's bulk copies by their mbarriers (NOTES_FCGP.md session 43), as gpu_check.sh excludes it.
 set -uo pipefail
 cd "$(dirname "$0")/.."

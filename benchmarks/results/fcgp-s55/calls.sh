@@ -17,6 +17,10 @@
 #   C: (session 55, after B: the in-place gW did not pay, not merged) the rest of the GPU check on
 #      main's tree (A ran the bench, the Hopper backward tests and memcheck): the Hopper file's
 #      other tests, every other -m gpu file, the SASS check, synccheck and initcheck.
+#   D: racecheck over go_rows' two-column form (session 54's CW 2 at D 8, which stages its loads
+#      in shared memory; not yet under racecheck): fcgp_hang_check.py's case 13 (Cl(3,0) bf16,
+#      512 x 512) and the new case 14 (the same in tf32), gw_pseq_kernel left out as gpu_check.sh
+#      does; then the hang loops on this tree, both chain settings.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -55,6 +59,13 @@ C)
     room 60 "synccheck, initcheck" && sanitize "synccheck initcheck" $((END - SECONDS - 10))
     pack
     ;;
+D)
+    begin
+    room 120 "racecheck 13, 14" && LOOPS=0 CASES="13 14" CASE_S=$(((END - SECONDS - 100) / 2)) \
+        RACE_ARGS="--kernel-name-exclude kns=gw_pseq_kernel" bash benchmarks/fcgp_hang_check.sh
+    room 80 "hang loops" && RACECHECK=0 ITERS=300 LOOP_S=$(((END - SECONDS - 20) / 2)) bash benchmarks/fcgp_hang_check.sh
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C"; exit 2 ;;
+    echo "usage: $0 A | B | C | D"; exit 2 ;;
 esac
