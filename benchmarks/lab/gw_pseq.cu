@@ -235,10 +235,11 @@ __device__ __forceinline__ void units_block(float *out, int steps, int heavy, Lo
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32;
-    /* consume_fed releases a buffer once a warp (8 arrivals); until session 55 this lab made its rings
-     * with a count of 2, so a step completed the empty barrier's phase four times and the producer
-     * passed only if it polled between arrivals: pseq_ip hung, and earlier figures may have run
-     * with buffers refilled early */
+    /* consume_fed releases a buffer once a warp (8 arrivals, since 7f9ef1e in session 43); until
+     * session 55 this lab still made its rings with a count of 2, one a warpgroup, so a step
+     * completed the empty barrier's phase four times and the producer passed only if it polled
+     * between arrivals: pseq_ip hung in its first run. The journal's figures of this lab (sessions
+     * 41-42) predate 7f9ef1e. */
     tma::Ring<ST> ring((uint64_t *)(smem + ST * STAGE), steps, kConsumerThreads / 32);
     const bool hv = (int)blockIdx.x < heavy;
     int p, nb, m;
