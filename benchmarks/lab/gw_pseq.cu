@@ -238,8 +238,8 @@ __device__ __forceinline__ void units_block(float *out, int steps, int heavy, Lo
     /* consume_fed releases a buffer once a warp (8 arrivals, since 7f9ef1e in session 43); until
      * session 55 this lab still made its rings with a count of 2, one a warpgroup, so a step
      * completed the empty barrier's phase four times and the producer passed only if it polled
-     * between arrivals: pseq_ip hung in its first run. The journal's figures of this lab (sessions
-     * 41-42) predate 7f9ef1e. */
+     * between arrivals: the lab hung in its first run since (session 55 call A). Its figures in the
+     * journal (sessions 41-42) predate 7f9ef1e. */
     tma::Ring<ST> ring((uint64_t *)(smem + ST * STAGE), steps, kConsumerThreads / 32);
     const bool hv = (int)blockIdx.x < heavy;
     int p, nb, m;
