@@ -13,6 +13,9 @@
 #                 SASS instruction ($R/src_LABEL.txt) and the memory sections ($R/details_LABEL.txt)
 #   sanitize TOOLS S  (session 45 on) the sanitizer stage's TOOLS over the Hopper cases, S s at most
 #   pack          every log but output_tail.txt into $R/logs.tgz
+#   rest_of_suite [LABEL K]  (session 55 on) beside the SASS stage, every -m gpu file but the
+#                 Hopper one in two pytest processes, and with LABEL and K the Hopper file's tests
+#                 selected by -k K in a third (its log pytest_LABEL.log); then SASS's verdict
 #   ab_fwd PATCHES S  (session 48 on) fcgp_ab_trees.sh: main against each patch, two runs a tree, S
 #                 s at most, logs in $R/ab, the forward's and the yardstick's lines
 R=${OUT:-gpu_check_out}
@@ -71,6 +74,15 @@ sanitize() {
 ab_fwd() {
     PATCHES="$1" SETTINGS="base;base" PARTS_S=60 OUT="$R/ab" timeout "$2" bash benchmarks/fcgp_ab_trees.sh 2>&1 |
         grep -E "===|#####|forward|fwd_tma|fwd_prep|bmm"
+}
+rest_of_suite() {
+    (STAGES=sass timeout $((END - SECONDS - 15)) bash tests/gpu_check.sh >"$R/sass.txt" 2>&1) &
+    [ -n "${2:-}" ] && tests_in "$1" "" tests/test_gpu_fcgp_sm90.py -k "$2" &
+    tests_in fcgp_gate_streams "" tests/test_gpu_fcgp.py tests/test_gpu_gate.py tests/test_gpu_streams.py &
+    tests_in sgp_rest "" tests/test_gpu_sgp.py tests/test_gpu_reliability.py tests/test_nn.py \
+        tests/test_threads.py tests/test_dlpack.py tests/test_errors.py &
+    wait
+    tail -n 8 "$R/sass.txt"
 }
 # pack: every log but output_tail.txt into logs.tgz (a call brings back 8 files at most)
 pack() {

@@ -23,7 +23,7 @@
 #      does; then the hang loops on this tree, both chain settings.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack, rest_of_suite
 case "${1:-}" in
 A)
     begin
@@ -46,16 +46,7 @@ B)
     ;;
 C)
     begin
-    (STAGES=sass timeout $((END - SECONDS - 15)) bash tests/gpu_check.sh >"$R/sass.txt" 2>&1) &
-    room 250 "the rest of the suite" && {
-        tests_in sm90_fwd "" tests/test_gpu_fcgp_sm90.py -k "not backward" &
-        tests_in fcgp_gate_streams "" tests/test_gpu_fcgp.py tests/test_gpu_gate.py tests/test_gpu_streams.py &
-        tests_in sgp_rest "" tests/test_gpu_sgp.py tests/test_gpu_reliability.py tests/test_nn.py \
-            tests/test_threads.py tests/test_dlpack.py tests/test_errors.py &
-        wait
-    }
-    wait
-    tail -n 8 "$R/sass.txt"
+    room 250 "the rest of the suite" && rest_of_suite sm90_fwd "not backward"
     room 60 "synccheck, initcheck" && sanitize "synccheck initcheck" $((END - SECONDS - 10))
     pack
     ;;
