@@ -12,7 +12,7 @@
 #      the in-place bf16 gW: its tests and the backward's chunked, chain and scratch tests; the
 #      backward under FLASHCLIFFORD_FCGP_GW_INPLACE 0 and 1, alternating; the issue-4 bench under 1;
 #      memcheck over the Hopper cases under 1. Session 55: A's lab printed nothing (its rings counted
-#      2 releases a step where consume_fed gives 8: pseq_ip hung, killed by the timeout with its
+#      2 releases a step where consume_fed gives 8: the lab hung, killed by the timeout with its
 #      output buffered); the lab mended, B runs it after the bench.
 #   C: (session 55, after B: the in-place gW did not pay, not merged) the rest of the GPU check on
 #      main's tree (A ran the bench, the Hopper backward tests and memcheck): the Hopper file's
@@ -21,11 +21,8 @@
 #      in shared memory; not yet under racecheck): fcgp_hang_check.py's case 13 (Cl(3,0) bf16,
 #      512 x 512) and the new case 14 (the same in tf32), gw_pseq_kernel left out as gpu_check.sh
 #      does; then the hang loops on this tree, both chain settings.
-#   E: gz's tile at D 4 48 columns wide instead of 32 (gz_bn48.patch: GzCfg's BN, and the wgmmas of
-#      N 144 it needs): 1.5 times the flops a ring step for the same waits, the accumulators 168
-#      registers a consumer where 112 were (ptxas: no spills). The Cl(2,0) backward against main
-#      under GZ_KK 4 and 2 (at KK 4 only two 92-KB stages fit), then the patched tree's Cl(2,0)
-#      Hopper backward tests.
+#   (E, gz's tile 48 columns wide at D 4, was written here but found no machine: the failed starts
+#      spent the device time. It is results/fcgp-s56/calls.sh A.)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack, rest_of_suite
@@ -62,22 +59,6 @@ D)
     room 80 "hang loops" && RACECHECK=0 ITERS=300 LOOP_S=$(((END - SECONDS - 20) / 2)) bash benchmarks/fcgp_hang_check.sh
     pack
     ;;
-E)
-    begin
-    # gz_bn48.patch against main, the Cl(2,0) cells, each tree under KK 4 (the rule at D 4) and 2
-    room 200 "A/B" && CELLS="2,float32,4096,512 2,bfloat16,4096,512" PARTS_S=30 OUT="$R/ab" \
-        PATCHES="benchmarks/results/fcgp-s55/gz_bn48.patch" \
-        SETTINGS="base;FLASHCLIFFORD_FCGP_GZ_KK=2;base;FLASHCLIFFORD_FCGP_GZ_KK=2" \
-        timeout $((END - SECONDS - 90)) bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|backward|gz_tma"
-    # the patched tree's Cl(2,0) backward tests on the Hopper kernels (node ids: -k cannot name
-    # "Cl(2,0)")
-    room 60 "tests" && (cd /tmp/fc_tree_gz_bn48 && python3 -m pytest -q -m gpu -p no:cacheprovider --collect-only \
-        tests/test_gpu_fcgp_sm90.py -k "backward and not mma" 2>/dev/null | grep "Cl(2,0)" >/tmp/ids.txt;
-        echo "$(wc -l </tmp/ids.txt) ids"; PYTHONPATH=$PWD timeout $((END - SECONDS - 10)) xargs -a /tmp/ids.txt \
-        python3 -m pytest -q -m gpu -p no:cacheprovider >"$R/pytest_bn48.log" 2>&1; echo "tests rc $? $(tail -n 1 "$R/pytest_bn48.log")";
-        grep -E "^FAILED|^E " "$R/pytest_bn48.log" | head -n 8)
-    pack
-    ;;
 *)
-    echo "usage: $0 A | B | C | D | E"; exit 2 ;;
+    echo "usage: $0 A | B | C | D"; exit 2 ;;
 esac

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Session 56's device call, prepared in session 55 (not run: session 55's failed machine starts
+# spent its device time). Kind nvidia-h100-x1 (an A/B within the call: nvidia-h200 does too);
+# carry [".nvcc_cache.tgz"] (fill it first with both trees' objects, as results/fcgp-s55 did:
+#   touch /tmp/stamp && sleep 1
+#   git worktree add /tmp/bn48 && (cd /tmp/bn48 && git apply ../main/benchmarks/results/fcgp-s56/gz_bn48.patch)
+#   CACHE=$PWD/.nvcc_cache KEEP=1 bash /tmp/bn48/benchmarks/nvcc_cache_fill.sh
+#   SINCE=/tmp/stamp bash benchmarks/nvcc_cache_fill.sh
+# ), timeout 600. Run as `bash benchmarks/results/fcgp-s56/calls.sh A 2>&1 | tee $OUT/output_tail.txt`.
+#   A: gz's tile at D 4 48 columns wide instead of 32 (gz_bn48.patch: GzCfg's BN, and the wgmmas of
+#      N 144 it needs): 1.5 times the flops a ring step for the same waits, the accumulators 168
+#      registers a consumer where 112 were (ptxas: no spills in the four D 4 forms, KK 2 and 4).
+#      The Cl(2,0) backward against main under GZ_KK 4 (the rule at D 4; at BN 48 only two 92-KB
+#      stages fit) and 2 (four 46-KB stages), alternating; then the patched tree's Cl(2,0) Hopper
+#      backward tests (N_in 512 is not a multiple of 48: every issue-4 run has a column tail).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
+case "${1:-}" in
+A)
+    begin
+    # gz_bn48.patch against main, the Cl(2,0) cells, each tree under KK 4 (the rule at D 4) and 2
+    room 200 "A/B" && CELLS="2,float32,4096,512 2,bfloat16,4096,512" PARTS_S=30 OUT="$R/ab" \
+        PATCHES="benchmarks/results/fcgp-s56/gz_bn48.patch" \
+        SETTINGS="base;FLASHCLIFFORD_FCGP_GZ_KK=2;base;FLASHCLIFFORD_FCGP_GZ_KK=2" \
+        timeout $((END - SECONDS - 90)) bash benchmarks/fcgp_ab_trees.sh 2>&1 | grep -E "===|#####|backward|gz_tma"
+    # the patched tree's Cl(2,0) backward tests on the Hopper kernels (node ids: -k cannot name
+    # "Cl(2,0)")
+    room 60 "tests" && (cd /tmp/fc_tree_gz_bn48 && python3 -m pytest -q -m gpu -p no:cacheprovider --collect-only \
+        tests/test_gpu_fcgp_sm90.py -k "backward and not mma" 2>/dev/null | grep "Cl(2,0)" >/tmp/ids.txt;
+        echo "$(wc -l </tmp/ids.txt) ids"; PYTHONPATH=$PWD timeout $((END - SECONDS - 10)) xargs -a /tmp/ids.txt \
+        python3 -m pytest -q -m gpu -p no:cacheprovider >"$R/pytest_bn48.log" 2>&1; echo "tests rc $? $(tail -n 1 "$R/pytest_bn48.log")";
+        grep -E "^FAILED|^E " "$R/pytest_bn48.log" | head -n 8)
+    pack
+    ;;
+*)
+    echo "usage: $0 A"; exit 2 ;;
+esac
