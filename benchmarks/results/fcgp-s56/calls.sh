@@ -12,7 +12,8 @@
 #      registers a consumer where 112 were (ptxas: no spills in the four D 4 forms, KK 2 and 4).
 #      The Cl(2,0) backward against main under GZ_KK 4 (the rule at D 4; at BN 48 only two 92-KB
 #      stages fit) and 2 (four 46-KB stages), alternating; then the patched tree's Cl(2,0) Hopper
-#      backward tests (N_in 512 is not a multiple of 48: every issue-4 run has a column tail).
+#      backward tests (N_in 512 is not a multiple of 48: every issue-4 run has a column tail);
+#      the issue-4 bench in the patched tree for the time left.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -31,6 +32,10 @@ A)
         echo "$(wc -l </tmp/ids.txt) ids"; PYTHONPATH=$PWD timeout $((END - SECONDS - 10)) xargs -a /tmp/ids.txt \
         python3 -m pytest -q -m gpu -p no:cacheprovider >"$R/pytest_bn48.log" 2>&1; echo "tests rc $? $(tail -n 1 "$R/pytest_bn48.log")";
         grep -E "^FAILED|^E " "$R/pytest_bn48.log" | head -n 8)
+    # the issue-4 bench in the patched tree, for the time left
+    room 110 "bench in the patched tree" && (cd /tmp/fc_tree_gz_bn48 && { PYTHONPATH=$PWD OUT="$R/bench_bn48" STAGES=bench_fcgp \
+        timeout 105 bash tests/gpu_check.sh >/dev/null 2>&1; echo "bench rc $?"; } &&
+        grep -hE "copy bandwidth|^fcgp" "$R"/bench_bn48/bench_fcgp*.log)
     pack
     ;;
 *)
