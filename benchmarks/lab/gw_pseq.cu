@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
     const int ring_steps = steps / KK;
-    tma::Ring<ST> ring((uint64_t *)(smem + ST * S::STAGE), rounds * ring_steps, kConsumerThreads / 32);
+    tma::Ring<ST> ring((uint64_t *)(smem + ST * S::STAGE), rounds * ring_steps, kConsumerThreads);
     constexpr int NB = kNi / kRows, NM = kNo / NT;
     if (wgi == 2) { /* the producer: one thread issues every step of every unit */
         wg::setmaxnreg_dec<kProducerRegs>();
@@ -239,8 +239,8 @@ __device__ __forceinline__ void units_block(float *out, int steps, int heavy, Lo
      * session 55 this lab still made its rings with a count of 2, one a warpgroup, so a step
      * completed the empty barrier's phase four times and the producer passed only if it polled
      * between arrivals: the lab hung in its first run since (session 55 call A). Its figures in the
-     * journal (sessions 41-42) predate 7f9ef1e. */
-    tma::Ring<ST> ring((uint64_t *)(smem + ST * STAGE), steps, kConsumerThreads / 32);
+     * journal (sessions 41-42) predate 7f9ef1e. The ring now takes the consumers' threads. */
+    tma::Ring<ST> ring((uint64_t *)(smem + ST * STAGE), steps, kConsumerThreads);
     const bool hv = (int)blockIdx.x < heavy;
     int p, nb, m;
     unit_of<256>(blockIdx.x, p, nb, m);

@@ -348,7 +348,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     pdl::waiting(); /* go^T, xg^T and yg^T of the chunk, and the earlier chunks' sum */
     const int nx = (No + C::NT - 1) / C::NT * C::GROUPS, nb = (Ni + C::BM - 1) / C::BM, U = sch.units(), b = blockIdx.x;
     const int nog = (No + 7) / 8; /* go^T's row groups a panel (got_offset) */
-    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), sch.steps(b), kConsumerThreads / 32);
+    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), sch.steps(b), kConsumerThreads);
     /* the producer's copy cursor: the next piece's index, and of the piece being issued its next
      * and end batch positions and its tile's coordinates (computed once a piece) */
     int iu = 0, ik = 0, ik1 = 0, ix = 0, im = 0, in = 0;

@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1)
     const int tid = threadIdx.x, wgi = tid / 128, warp = (tid % 128) / 32, g = (tid % 32) / 4, t = tid % 4;
     pdl::waiting(); /* go^T, xg^T and yg^T of the chunk, and the earlier chunks' sum */
     const int NM = No / NT, NB = Ni / C::BM, nbm = NM * NB, NB64 = Ni / 64, b = blockIdx.x;
-    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), sch.steps(b), kConsumerThreads / 32);
+    tma::Ring<S> ring((uint64_t *)(smem + S * C::STAGE), sch.steps(b), kConsumerThreads);
     if (wgi == 2) { /* the producer warpgroup: one thread issues every step of every unit */
         wg::setmaxnreg_dec<kProducerRegs>();
         if (tid != 256)

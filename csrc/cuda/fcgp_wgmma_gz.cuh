@@ -278,7 +278,7 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
     pdl::waiting(); /* go^T, and the chunk's rows of grad_x, grad_y once gW has read xg^T, yg^T there */
     const int grp = C::GROUPS == 1 ? 0 : (int)tma::cluster_rank();
     const int n0 = blockIdx.x / C::GROUPS * C::BN, m0 = blockIdx.y * C::BM, steps = (No + C::KS - 1) / C::KS;
-    tma::Ring<S> ring((uint64_t *)(smem + C::BARS), steps, kConsumerThreads / 32);
+    tma::Ring<S> ring((uint64_t *)(smem + C::BARS), steps, kConsumerThreads);
     auto issue = [&](int s, uint64_t *bar) { /* the producer: step s into buffer s % S */
         unsigned char *buf = smem + (s % S) * C::STAGE;
         tma::mbar_arrive_expect_tx(bar, C::STAGE);

@@ -18,13 +18,17 @@ template <int S> struct Ring {
     int steps;
 
     /* Every thread of the CTA constructs it (a barrier inside); bars: 2 S mbarriers in shared
-     * memory; consumers: the warps that release each buffer (consume_fed). */
-    __device__ Ring(uint64_t *bars, int steps_, int consumers) : full(bars), empty(bars + S), steps(steps_)
+     * memory; consumer_threads: the threads of the warpgroups that run consume_fed, whose warps
+     * each release every buffer, so the empty barriers count their warps. (A count given in warps
+     * or warpgroups by the caller went stale once in a lab: 2 where 8 warps released, NOTES_FCGP.md
+     * session 55; the threads are what the kernels already name.) */
+    __device__ Ring(uint64_t *bars, int steps_, int consumer_threads)
+        : full(bars), empty(bars + S), steps(steps_)
     {
         if (threadIdx.x == 0) {
             for (int b = 0; b < S; ++b) {
                 mbar_init(&full[b], 1);
-                mbar_init(&empty[b], consumers);
+                mbar_init(&empty[b], consumer_threads / 32);
             }
             fence_mbar_init();
         }
@@ -46,7 +50,7 @@ template <int S> struct Ring {
      * in one ring, the next piece's copies in flight during a piece's epilogue): wait for the
      * step's tiles, body(s) consumes them and returns once its warpgroup's reads of the buffer
      * are complete (wgmma waited for), then one thread a warp releases the buffer (the ring is
-     * made with a consumer count of warps). A warp, not a warpgroup: the bodies' threads also
+     * made with its consumers' threads and counts their warps). A warp, not a warpgroup: the bodies' threads also
      * read the buffer themselves (LDS), and wgmma.wait_group orders only its own warp's reads
      * before it, so a warpgroup's first thread could pass it while another warp still reads.
      * (compute-sanitizer's racecheck reports the one-path gW's bulk copies into a reused buffer
