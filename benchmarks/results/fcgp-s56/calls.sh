@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Session 56's device call, prepared in session 55 (not run: session 55's failed machine starts
 # spent its device time). Kind nvidia-h100-x1 (an A/B within the call: nvidia-h200 does too);
-# carry [".nvcc_cache.tgz"] (fill it first with both trees' objects, as results/fcgp-s55 did:
-#   touch /tmp/stamp && sleep 1
-#   git worktree add /tmp/bn48 && (cd /tmp/bn48 && git apply ../main/benchmarks/results/fcgp-s56/gz_bn48.patch)
+# carry [".nvcc_cache.tgz"] with both trees' objects. Session 55 left it filled for main's sources
+# at 166adf3: if csrc/ has not changed since, carry it as it is; else fill it again, from the
+# repository root:
+#   touch /tmp/stamp && sleep 1 && git worktree add --detach /tmp/bn48 HEAD
+#   (cd /tmp/bn48 && git apply "$OLDPWD/benchmarks/results/fcgp-s56/gz_bn48.patch")
 #   CACHE=$PWD/.nvcc_cache KEEP=1 bash /tmp/bn48/benchmarks/nvcc_cache_fill.sh
 #   SINCE=/tmp/stamp bash benchmarks/nvcc_cache_fill.sh
-# ), timeout 600. Run as `bash benchmarks/results/fcgp-s56/calls.sh A 2>&1 | tee $OUT/output_tail.txt`.
+# timeout 600. Run as `bash benchmarks/results/fcgp-s56/calls.sh A 2>&1 | tee $OUT/output_tail.txt`.
 #   A: gz's tile at D 4 48 columns wide instead of 32 (gz_bn48.patch: GzCfg's BN, and the wgmmas of
 #      N 144 it needs): 1.5 times the flops a ring step for the same waits, the accumulators 168
 #      registers a consumer where 112 were (ptxas: no spills in the four D 4 forms, KK 2 and 4).
