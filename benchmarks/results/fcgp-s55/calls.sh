@@ -21,7 +21,7 @@
 #      in shared memory; not yet under racecheck): fcgp_hang_check.py's case 13 (Cl(3,0) bf16,
 #      512 x 512) and the new case 14 (the same in tf32), gw_pseq_kernel left out as gpu_check.sh
 #      does; then the hang loops on this tree, both chain settings.
-#   (E, gz's tile 48 columns wide at D 4, was written here but found no machine: the failed starts
+#   (E, gz's tile 48 columns wide at D 4, was written here but found no machine: a failed H100 start
 #      spent the device time. It is results/fcgp-s56/calls.sh A.)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."

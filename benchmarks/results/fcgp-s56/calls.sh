@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 56's device call, prepared in session 55 (not run: session 55's failed machine starts
+# Session 56's device call, prepared in session 55 (not run: session 55's failed H100 start
 # spent its device time). Kind nvidia-h100-x1 (an A/B within the call: nvidia-h200 does too);
 # carry [".nvcc_cache.tgz"] with both trees' objects. Session 55 left it filled for main's sources
 # at 166adf3: if csrc/ has not changed since, carry it as it is; else fill it again, from the
