@@ -10,11 +10,19 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <cstdint>
 #include <type_traits>
 
 #include "../fc.h"
 
 namespace fc {
+
+/* Whether p (NULL: nothing to load) is aligned to `bytes`, a vector load's width: the SGP's
+ * vector paths, and the Hopper FCGP's two-element loads (2 x the element's size) */
+__host__ __device__ inline bool aligned(const void *p, size_t bytes)
+{
+    return p == nullptr || (uintptr_t)p % bytes == 0;
+}
 
 /* Record "file:line: call: error" for fc_error_message and map the error to a status. */
 inline fc_status cuda_fail(cudaError_t e, const char *file, int line, const char *what)

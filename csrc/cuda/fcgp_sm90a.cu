@@ -1220,10 +1220,6 @@ int64_t go_slice_rows(int64_t Bc)
     return n > 0 ? std::min(whole, cdiv(n, 32) * 32) : whole;
 }
 
-/* Whether p (NULL: nothing to load) is aligned to two elements of e bytes: go^T's passes take two
- * columns a thread or load where grad_out and v are */
-inline bool aligned2(const void *p, size_t e) { return p == nullptr || (uintptr_t)p % (2 * e) == 0; }
-
 /* a type as a value, to pick a template's instantiation at run time */
 template <class T> struct type_is {
     using type = T;
@@ -1317,7 +1313,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                 dcs = gw_rows(Ni) * Bp;
             }
             /* bf16 two columns a load where both inputs allow it */
-            const bool pair = MODE == kBF16 && Ni % 2 == 0 && ((uintptr_t)x | (uintptr_t)y) % 4 == 0;
+            const bool pair =
+                MODE == kBF16 && Ni % 2 == 0 && fc::aligned(x, 2 * sizeof(E)) && fc::aligned(y, 2 * sizeof(E));
             const dim3 tgrid((unsigned)(gw_rows(Ni) / gelu_transpose_cols(MODE)), (unsigned)cdiv(Bp, 32), 2);
             FC_CUDA_CHECK(pdl::launch(chain.next(), pair ? gelu_transpose<MODE, D, MODE == kBF16> : gelu_transpose<MODE, D>,
                                       tgrid, dim3(256), 0, st, x + b0 * Ni, y + b0 * Ni, xgt, ygt, rows, Ni, Bp, B * Ni,
@@ -1341,11 +1338,10 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                  * Cl(3,0) tf32 (go_rows unchanged); at D 4 it lost (Cl(2,0) tf32 go_rows 59 -> 66 us,
                  * the backward +5 us), so D 4 keeps CW 1 (H100, B 4096, N 512, NOTES_FCGP.md
                  * session 54) */
-                const bool pairs = D == 8 && per == kGoRowsTiles && No % 2 == 0 && aligned2(gout, sizeof(Tio)) &&
-                                   aligned2(vc, sizeof(Tv)) && go_pairs_setting();
                 auto k = go_rows<ID, MODE, Tv, Tio, 1>;
                 if constexpr (D == 8)
-                    if (pairs)
+                    if (per == kGoRowsTiles && No % 2 == 0 && fc::aligned(gout, 2 * sizeof(Tio)) &&
+                        fc::aligned(vc, 2 * sizeof(Tv)) && go_pairs_setting())
                         k = go_rows<ID, MODE, Tv, Tio, 2>;
                 FC_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
                 FC_CUDA_CHECK(pdl::launch(chain.next(), k, dim3((unsigned)(Bp / kBlockRows * kGoRowsCluster)),
@@ -1368,7 +1364,8 @@ fc_status bwd(const fc_args *a, const BwdInputs &in, void *ws, cudaStream_t st)
                     using Tv = typename decltype(vt)::type;
                     const Tv *vc = in.v ? (const Tv *)in.v + b0 * No : nullptr;
                     /* two columns a thread where N_out is even and grad_out, v 2-element aligned */
-                    if (No % 2 == 0 && aligned2(gout, sizeof(Tio)) && aligned2(vc, sizeof(Tv)) && go_pairs_setting()) {
+                    if (No % 2 == 0 && fc::aligned(gout, 2 * sizeof(Tio)) && fc::aligned(vc, 2 * sizeof(Tv)) &&
+                        go_pairs_setting()) {
                         const dim3 pgrid((unsigned)cdiv(n, kBatchBlock), (unsigned)cdiv(No, 64));
                         FC_CUDA_CHECK(pdl::launch(chain.next(), go_transpose<ID, MODE, Tv, Tio, 2>, pgrid, dim3(256),
                                                   0, st, vc, gout, stats, got, rows, No, Bp, cs, gcs, r0));

@@ -366,8 +366,8 @@ __global__ void __cluster_dims__(GzCfg<ID, MODE, KK>::GROUPS, 1, 1) __launch_bou
     constexpr int ROUNDS2 = (SHARE / 2 + kSplitThreads - 1) / kSplitThreads;
     constexpr bool PAIRS = MODE == kBF16 && C::GROUPS == 1 && C::BN % 2 == 0 && 2 * ROUNDS2 <= ROUNDS;
     if constexpr (PAIRS) {
-        auto al2 = [](const void *p, size_t e) { return p == nullptr || (uintptr_t)p % (2 * e) == 0; };
-        if (Ni % 2 == 0 && al2(x, sizeof(*x)) && al2(y, sizeof(*y)) && al2(gx, sizeof(Tio)) && al2(gy, sizeof(Tio))) {
+        if (Ni % 2 == 0 && fc::aligned(x, 2 * sizeof(*x)) && fc::aligned(y, 2 * sizeof(*y)) &&
+            fc::aligned(gx, 2 * sizeof(Tio)) && fc::aligned(gy, 2 * sizeof(Tio))) {
             /* as loaded (bf16 pairs), widened after the barrier: widened before it, each thread
              * waited there for its own loads (NOTES_FCGP.md session 51) */
             __nv_bfloat162 xw[ROUNDS2][D], yw[ROUNDS2][D];

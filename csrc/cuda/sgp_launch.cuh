@@ -273,8 +273,6 @@ template <int ALG, class T, bool BWD> Config make_config(int64_t B, int64_t N, i
     }
 }
 
-inline bool aligned(const void *p, size_t bytes) { return p == nullptr || ((uintptr_t)p % bytes) == 0; }
-
 /* cudaFuncSetAttribute once per kernel: the opt-in maximum of dynamic shared memory. */
 template <auto Kernel> fc_status allow_smem(size_t smem, int device)
 {
