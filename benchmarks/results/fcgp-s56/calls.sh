@@ -2,7 +2,7 @@
 # Session 56's device call, prepared in session 55 (not run: session 55's failed H100 start
 # spent its device time). Kind nvidia-h100-x1 (an A/B within the call: nvidia-h200 does too);
 # carry [".nvcc_cache.tgz"] with both trees' objects. Session 55 left it filled for main's sources
-# at 166adf3: if csrc/ has not changed since, carry it as it is; else fill it again, from the
+# at 2a99734: if csrc/ has not changed since, carry it as it is; else fill it again, from the
 # repository root:
 #   touch /tmp/stamp && sleep 1 && git worktree add --detach /tmp/bn48 HEAD
 #   (cd /tmp/bn48 && git apply "$OLDPWD/benchmarks/results/fcgp-s56/gz_bn48.patch")
