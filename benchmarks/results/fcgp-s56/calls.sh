@@ -16,6 +16,12 @@
 #      stages fit) and 2 (four 46-KB stages), alternating; then the patched tree's Cl(2,0) Hopper
 #      backward tests (N_in 512 is not a multiple of 48: every issue-4 run has a column tail);
 #      the issue-4 bench in the patched tree for the time left.
+# (B and C written in session 56, after A: the whole GPU check on main's final tree, f012d48,
+# whose tma::Ring and fc::aligned edits of session 55 had not run on a GPU; session 55's calls A,
+# C and D in two.)
+#   B: the issue-4 bench, the Hopper backward tests, memcheck over the Hopper cases.
+#   C: every other -m gpu test and the SASS check, synccheck and initcheck, racecheck on cases 13
+#      and 14 (go_rows' two-column form), the hang loops.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -40,6 +46,22 @@ A)
         grep -hE "copy bandwidth|^fcgp" "$R"/bench_bn48/bench_fcgp*.log)
     pack
     ;;
+B)
+    begin
+    room 110 bench && bench 105
+    room 250 "backward tests" && tests_in sm90_bwd "" tests/test_gpu_fcgp_sm90.py -k backward
+    room 60 memcheck && sanitize memcheck $((END - SECONDS - 10))
+    pack
+    ;;
+C)
+    begin
+    room 250 "the rest of the suite" && rest_of_suite sm90_fwd "not backward"
+    room 60 "synccheck, initcheck" && sanitize "synccheck initcheck" 100
+    room 100 "racecheck 13, 14" && LOOPS=0 CASES="13 14" CASE_S=$(((END - SECONDS - 70) / 2)) \
+        RACE_ARGS="--kernel-name-exclude kns=gw_pseq_kernel" bash benchmarks/fcgp_hang_check.sh
+    room 50 "hang loops" && RACECHECK=0 ITERS=300 LOOP_S=$(((END - SECONDS - 15) / 2)) bash benchmarks/fcgp_hang_check.sh
+    pack
+    ;;
 *)
-    echo "usage: $0 A"; exit 2 ;;
+    echo "usage: $0 A | B | C"; exit 2 ;;
 esac
