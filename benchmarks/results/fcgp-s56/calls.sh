@@ -22,6 +22,9 @@
 #   B: the issue-4 bench, the Hopper backward tests, memcheck over the Hopper cases.
 #   C: every other -m gpu test and the SASS check, synccheck and initcheck, racecheck on cases 13
 #      and 14 (go_rows' two-column form), the hang loops.
+#   D: gpu_check.sh's remaining stages on the same tree: every -m gpu test again with each test on
+#      a side stream (FLASHCLIFFORD_TEST_SIDE_STREAM=1; three processes at once, as rest_of_suite
+#      splits them), then racecheck over the Hopper cases (gw_pseq_kernel left out, as the stage does).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -62,6 +65,20 @@ C)
     room 50 "hang loops" && RACECHECK=0 ITERS=300 LOOP_S=$(((END - SECONDS - 15) / 2)) bash benchmarks/fcgp_hang_check.sh
     pack
     ;;
+D)
+    begin
+    room 330 "side-stream suite" && {
+        export FLASHCLIFFORD_TEST_SIDE_STREAM=1
+        tests_in side_sm90 "" tests/test_gpu_fcgp_sm90.py &
+        tests_in side_fcgp_gate_streams "" tests/test_gpu_fcgp.py tests/test_gpu_gate.py tests/test_gpu_streams.py &
+        tests_in side_sgp_rest "" tests/test_gpu_sgp.py tests/test_gpu_reliability.py tests/test_nn.py \
+            tests/test_threads.py tests/test_dlpack.py tests/test_errors.py &
+        wait
+        unset FLASHCLIFFORD_TEST_SIDE_STREAM
+    }
+    room 60 racecheck && sanitize racecheck $((END - SECONDS - 10))
+    pack
+    ;;
 *)
-    echo "usage: $0 A | B | C"; exit 2 ;;
+    echo "usage: $0 A | B | C | D"; exit 2 ;;
 esac
