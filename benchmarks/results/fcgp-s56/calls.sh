@@ -25,6 +25,9 @@
 #   D: gpu_check.sh's remaining stages on the same tree: every -m gpu test again with each test on
 #      a side stream (FLASHCLIFFORD_TEST_SIDE_STREAM=1; three processes at once, as rest_of_suite
 #      splits them), then racecheck over the Hopper cases (gw_pseq_kernel left out, as the stage does).
+#      The tests took 413 s, so the racecheck ran out of time after its canary.
+#   E: (run as this command line, written here after) racecheck over fcgp_hang_check's cases 0-12,
+#      gw_pseq_kernel left out; cases 13 and 14 ran in C.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benchmarks/results/call_lib.sh # R, END, T, room, begin, build, bench, tests_in, sanitize, pack
@@ -79,6 +82,11 @@ D)
     room 60 racecheck && sanitize racecheck $((END - SECONDS - 10))
     pack
     ;;
+E)
+    build
+    LOOPS=0 CASES="0 1 2 3 4 5 6 7 8 9 10 11 12" CASE_S=30 RACE_ARGS="--kernel-name-exclude kns=gw_pseq_kernel" \
+        timeout 220 bash benchmarks/fcgp_hang_check.sh
+    ;;
 *)
-    echo "usage: $0 A | B | C | D"; exit 2 ;;
+    echo "usage: $0 A | B | C | D | E"; exit 2 ;;
 esac
